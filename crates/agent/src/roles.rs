@@ -1,0 +1,113 @@
+//! Controller roles (spec 1.3.5 section 6.3.5): one master at a time, generation ids that
+//! refuse stale master/slave requests, and the per-role default async configuration.
+
+use std::collections::HashMap;
+
+use ofp::{AsyncConfig, ControllerRole, OfpError, RoleRequestFailedCode};
+
+/// Identifies one OpenFlow connection inside the agent.
+pub type ConnId = u64;
+
+/// The switch-wide role arbitration state.
+#[derive(Debug, Default)]
+pub struct Roles {
+    /// Highest generation id seen in a master/slave request, once one was seen.
+    generation: Option<u64>,
+    roles: HashMap<ConnId, ControllerRole>,
+}
+
+impl Roles {
+    pub fn connect(&mut self, conn: ConnId) {
+        self.roles.insert(conn, ControllerRole::Equal);
+    }
+
+    pub fn disconnect(&mut self, conn: ConnId) {
+        self.roles.remove(&conn);
+    }
+
+    pub fn role(&self, conn: ConnId) -> ControllerRole {
+        self.roles
+            .get(&conn)
+            .copied()
+            .unwrap_or(ControllerRole::Equal)
+    }
+
+    /// Whether any connection currently has a controller role that may receive events.
+    pub fn has_connections(&self) -> bool {
+        !self.roles.is_empty()
+    }
+
+    /// Applies a ROLE_REQUEST and returns the role and generation id to reply with.
+    pub fn request(
+        &mut self,
+        conn: ConnId,
+        role: ControllerRole,
+        generation_id: u64,
+    ) -> Result<(ControllerRole, u64), OfpError> {
+        match role {
+            ControllerRole::NoChange => {}
+            ControllerRole::Equal => {
+                self.roles.insert(conn, ControllerRole::Equal);
+            }
+            ControllerRole::Master | ControllerRole::Slave => {
+                if let Some(cached) = self.generation {
+                    // Spec: stale when (int64)(generation_id - cached) < 0.
+                    if (generation_id.wrapping_sub(cached) as i64) < 0 {
+                        return Err(OfpError::RoleRequestFailed(RoleRequestFailedCode::Stale));
+                    }
+                }
+                self.generation = Some(generation_id);
+                if role == ControllerRole::Master {
+                    for (other, r) in self.roles.iter_mut() {
+                        if *other != conn && *r == ControllerRole::Master {
+                            *r = ControllerRole::Slave;
+                        }
+                    }
+                }
+                self.roles.insert(conn, role);
+            }
+        }
+        Ok((self.role(conn), self.generation.unwrap_or(0)))
+    }
+}
+
+/// Async configuration a connection starts with (spec 7.3.10 defaults): masters and equals get
+/// every packet-in, port-status and flow-removed reason; slaves only port-status.
+pub fn default_async_config() -> AsyncConfig {
+    AsyncConfig {
+        packet_in_mask: [0b111, 0],
+        port_status_mask: [0b111, 0b111],
+        flow_removed_mask: [0b1111, 0],
+    }
+}
+
+/// Which half of an async mask applies to a role.
+pub fn mask_index(role: ControllerRole) -> usize {
+    usize::from(role == ControllerRole::Slave)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_master_and_stale_generations() {
+        let mut roles = Roles::default();
+        roles.connect(1);
+        roles.connect(2);
+        assert_eq!(roles.request(1, ControllerRole::Master, 10), Ok((ControllerRole::Master, 10)));
+        assert_eq!(roles.request(2, ControllerRole::Master, 11), Ok((ControllerRole::Master, 11)));
+        assert_eq!(roles.role(1), ControllerRole::Slave);
+        assert_eq!(
+            roles.request(1, ControllerRole::Master, 10),
+            Err(OfpError::RoleRequestFailed(RoleRequestFailedCode::Stale))
+        );
+        assert_eq!(roles.request(1, ControllerRole::NoChange, 0), Ok((ControllerRole::Slave, 11)));
+        assert_eq!(roles.request(1, ControllerRole::Equal, 0), Ok((ControllerRole::Equal, 11)));
+        // Wrap-around: a generation just past u64::MAX is newer.
+        let mut roles = Roles::default();
+        roles.connect(1);
+        assert!(roles.request(1, ControllerRole::Slave, u64::MAX).is_ok());
+        assert!(roles.request(1, ControllerRole::Master, 0).is_ok());
+    }
+}

@@ -1,0 +1,296 @@
+//! One OpenFlow connection's protocol logic, free of I/O so it can be tested message by
+//! message: version negotiation, role and async configuration, and dispatch of every request
+//! to the switch core with the reply or the OFPT_ERROR the specification names.
+
+use ofp::{
+    AsyncConfig, BadRequestCode, ControllerRole, ErrorMsg, FlowRemoved, Header, HelloFailedCode,
+    Message, MultipartReply, OfpError, PacketIn, PortStatus, RoleMsg,
+    OFP_VERSION,
+};
+use switch_core::Switch;
+
+use crate::roles::{default_async_config, mask_index, ConnId, Roles};
+
+/// Bytes of an offending request echoed back in an OFPT_ERROR (spec: at least 64).
+const ERROR_DATA_LEN: usize = 64;
+
+/// An asynchronous message for every connection whose role and async config want it.
+#[derive(Clone, Debug)]
+pub enum Event {
+    PacketIn(PacketIn),
+    FlowRemoved(FlowRemoved),
+    PortStatus(PortStatus),
+}
+
+impl Event {
+    fn reason_bit(&self) -> u32 {
+        let reason = match self {
+            Event::PacketIn(p) => p.reason,
+            Event::FlowRemoved(f) => f.reason,
+            Event::PortStatus(p) => p.reason,
+        };
+        1u32.checked_shl(u32::from(reason)).unwrap_or(0)
+    }
+
+    pub fn into_message(self) -> Message {
+        match self {
+            Event::PacketIn(p) => Message::PacketIn(p),
+            Event::FlowRemoved(f) => Message::FlowRemoved(f),
+            Event::PortStatus(p) => Message::PortStatus(p),
+        }
+    }
+}
+
+/// What handling one message produced.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Messages for this connection, in order, with their xids.
+    pub replies: Vec<(u32, Message)>,
+    /// Asynchronous messages for every connection (including this one).
+    pub events: Vec<Event>,
+    /// The connection must be closed after sending the replies (failed hello).
+    pub close: bool,
+}
+
+impl Outcome {
+    fn reply(xid: u32, msg: Message) -> Self {
+        Self {
+            replies: vec![(xid, msg)],
+            ..Self::default()
+        }
+    }
+
+    fn error(xid: u32, error: OfpError, request: &[u8]) -> Self {
+        Self::reply(xid, error_message(error, request))
+    }
+}
+
+/// An OFPT_ERROR carrying the start of the offending request.
+pub fn error_message(error: OfpError, request: &[u8]) -> Message {
+    let keep = request.len().min(ERROR_DATA_LEN);
+    Message::Error(ErrorMsg {
+        error,
+        data: request.get(..keep).unwrap_or_default().to_vec(),
+    })
+}
+
+/// The switch state a session acts on, behind the agent's one lock.
+pub struct State {
+    pub switch: Switch,
+    pub roles: Roles,
+}
+
+/// Per-connection protocol state.
+#[derive(Debug)]
+pub struct Session {
+    pub conn: ConnId,
+    negotiated: bool,
+    async_config: AsyncConfig,
+}
+
+fn is_modifying(msg: &Message) -> bool {
+    matches!(
+        msg,
+        Message::FlowMod(_)
+            | Message::GroupMod(_)
+            | Message::PortMod(_)
+            | Message::TableMod(_)
+            | Message::MeterMod(_)
+            | Message::PacketOut(_)
+            | Message::PktTmpMod(_)
+    ) || matches!(msg, Message::MultipartRequest(m)
+        if matches!(&m.body, ofp::MultipartRequestBody::TableFeatures(t) if !t.is_empty()))
+}
+
+impl Session {
+    pub fn new(conn: ConnId) -> Self {
+        Self {
+            conn,
+            negotiated: false,
+            async_config: default_async_config(),
+        }
+    }
+
+    pub fn negotiated(&self) -> bool {
+        self.negotiated
+    }
+
+    /// Whether this connection, in `role`, wants `event`.
+    pub fn wants(&self, role: ControllerRole, event: &Event) -> bool {
+        if !self.negotiated {
+            return false;
+        }
+        let masks = match event {
+            Event::PacketIn(_) => &self.async_config.packet_in_mask,
+            Event::FlowRemoved(_) => &self.async_config.flow_removed_mask,
+            Event::PortStatus(_) => &self.async_config.port_status_mask,
+        };
+        masks[mask_index(role)] & event.reason_bit() != 0
+    }
+
+    /// A message that could not be decoded: the error its decoder named.
+    pub fn on_decode_error(&self, xid: u32, error: OfpError, request: &[u8]) -> Outcome {
+        Outcome::error(xid, error, request)
+    }
+
+    /// Handles one decoded message. `raw` is its encoding (for error data).
+    pub fn on_message(
+        &mut self,
+        state: &mut State,
+        header: &Header,
+        msg: Message,
+        raw: &[u8],
+        now_ns: u64,
+    ) -> Outcome {
+        let xid = header.xid;
+        if let Message::Hello(hello) = &msg {
+            return self.on_hello(xid, header.version, hello.version_bitmap(), raw);
+        }
+        if !self.negotiated {
+            // Spec 6.3.1: nothing but HELLO before negotiation; the peer is broken.
+            return Outcome {
+                close: true,
+                ..Outcome::error(xid, OfpError::BadRequest(BadRequestCode::BadType), raw)
+            };
+        }
+        if header.version != OFP_VERSION {
+            return Outcome::error(xid, OfpError::BadRequest(BadRequestCode::BadVersion), raw);
+        }
+        let role = state.roles.role(self.conn);
+        if role == ControllerRole::Slave && is_modifying(&msg) {
+            return Outcome::error(xid, OfpError::BadRequest(BadRequestCode::IsSlave), raw);
+        }
+        match self.dispatch(state, xid, msg, now_ns) {
+            Ok(outcome) => outcome,
+            Err(error) => Outcome::error(xid, error, raw),
+        }
+    }
+
+    fn on_hello(&mut self, xid: u32, version: u8, bitmap: Option<&[u32]>, raw: &[u8]) -> Outcome {
+        let supports_13 = match bitmap {
+            Some(words) => words
+                .first()
+                .is_some_and(|w| w & (1 << OFP_VERSION) != 0),
+            None => version >= OFP_VERSION,
+        };
+        if supports_13 {
+            self.negotiated = true;
+            return Outcome::default();
+        }
+        Outcome {
+            close: true,
+            ..Outcome::error(
+                xid,
+                OfpError::HelloFailed(HelloFailedCode::Incompatible),
+                raw,
+            )
+        }
+    }
+
+    fn dispatch(
+        &mut self,
+        state: &mut State,
+        xid: u32,
+        msg: Message,
+        now_ns: u64,
+    ) -> Result<Outcome, OfpError> {
+        let switch = &mut state.switch;
+        Ok(match msg {
+            Message::EchoRequest(data) => Outcome::reply(xid, Message::EchoReply(data)),
+            Message::EchoReply(_) | Message::Error(_) => Outcome::default(),
+            Message::FeaturesRequest => Outcome::reply(xid, Message::FeaturesReply(switch.features())),
+            Message::GetConfigRequest => Outcome::reply(xid, Message::GetConfigReply(switch.config())),
+            Message::SetConfig(config) => {
+                switch.set_config(&config)?;
+                Outcome::default()
+            }
+            Message::FlowMod(fm) => Outcome {
+                events: removed_events(switch.flow_mod(&fm, now_ns)?),
+                ..Outcome::default()
+            },
+            Message::GroupMod(gm) => Outcome {
+                events: removed_events(switch.group_mod(&gm, now_ns)?),
+                ..Outcome::default()
+            },
+            Message::MeterMod(mm) => Outcome {
+                events: removed_events(switch.meter_mod(&mm, now_ns)?),
+                ..Outcome::default()
+            },
+            Message::PortMod(pm) => Outcome {
+                events: switch.port_mod(&pm)?.map(Event::PortStatus).into_iter().collect(),
+                ..Outcome::default()
+            },
+            Message::TableMod(tm) => {
+                switch.table_mod(&tm)?;
+                Outcome::default()
+            }
+            Message::PacketOut(po) => {
+                switch.packet_out(&po)?;
+                Outcome::default()
+            }
+            Message::PktTmpMod(m) => {
+                switch.pkttmp_mod(&m)?;
+                Outcome::default()
+            }
+            Message::MultipartRequest(req) => {
+                if req.flags & ofp::OFPMPF_REQ_MORE != 0 {
+                    return Err(OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow));
+                }
+                let body = switch.multipart(&req.body, now_ns)?;
+                Outcome::reply(xid, Message::MultipartReply(MultipartReply { flags: 0, body }))
+            }
+            Message::BarrierRequest => {
+                switch.publish();
+                Outcome::reply(xid, Message::BarrierReply)
+            }
+            Message::QueueGetConfigRequest { port } => {
+                if port != ofp::OFPP_ANY && !switch.has_port(port) {
+                    return Err(OfpError::QueueOpFailed(ofp::QueueOpFailedCode::BadPort));
+                }
+                Outcome::reply(
+                    xid,
+                    Message::QueueGetConfigReply(ofp::QueueGetConfigReply {
+                        port,
+                        queues: Vec::new(),
+                    }),
+                )
+            }
+            Message::RoleRequest(RoleMsg {
+                role,
+                generation_id,
+            }) => {
+                let (role, generation_id) = state.roles.request(self.conn, role, generation_id)?;
+                Outcome::reply(
+                    xid,
+                    Message::RoleReply(RoleMsg {
+                        role,
+                        generation_id,
+                    }),
+                )
+            }
+            Message::GetAsyncRequest => Outcome::reply(xid, Message::GetAsyncReply(self.async_config)),
+            Message::SetAsync(config) => {
+                self.async_config = config;
+                Outcome::default()
+            }
+            Message::Experimenter(_) => {
+                return Err(OfpError::BadRequest(BadRequestCode::BadExperimenter))
+            }
+            Message::Hello(_)
+            | Message::FeaturesReply(_)
+            | Message::GetConfigReply(_)
+            | Message::PacketIn(_)
+            | Message::FlowRemoved(_)
+            | Message::PortStatus(_)
+            | Message::MultipartReply(_)
+            | Message::BarrierReply
+            | Message::QueueGetConfigReply(_)
+            | Message::RoleReply(_)
+            | Message::GetAsyncReply(_) => return Err(OfpError::BadRequest(BadRequestCode::BadType)),
+        })
+    }
+}
+
+fn removed_events(removed: Vec<FlowRemoved>) -> Vec<Event> {
+    removed.into_iter().map(Event::FlowRemoved).collect()
+}

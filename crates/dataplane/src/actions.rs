@@ -1,0 +1,626 @@
+//! Packet rewriting for actions: set-field with incremental checksums, push/pop of VLAN,
+//! MPLS and PBB headers, TTL operations, and the OpenFlow action set.
+//!
+//! Every function takes the frame and the key whose `layout` describes it, checks every offset
+//! against the frame, and leaves the packet untouched when the header it needs is absent.
+
+use crate::checksum::{update16, update32, update_bytes, udp_fixup};
+use crate::ir::Action;
+use crate::key::{frag, Field, FieldValue, FlowKey, NO_OFFSET};
+
+/// A frame inside a buffer with headroom in front of it.
+#[derive(Debug)]
+pub(crate) struct Frame<'b> {
+    pub buf: &'b mut [u8],
+    pub start: usize,
+    pub len: usize,
+}
+
+impl Frame<'_> {
+    #[inline(always)]
+    pub fn bytes(&self) -> &[u8] {
+        self.buf.get(self.start..self.start + self.len).unwrap_or(&[])
+    }
+
+    #[inline(always)]
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        self.buf.get_mut(self.start..self.start + self.len).unwrap_or(&mut [])
+    }
+
+    fn get<const N: usize>(&self, at: u16) -> Option<[u8; N]> {
+        if at == NO_OFFSET {
+            return None;
+        }
+        let at = usize::from(at);
+        self.bytes().get(at..at + N).and_then(|s| s.try_into().ok())
+    }
+
+    fn put(&mut self, at: usize, data: &[u8]) -> bool {
+        match self.bytes_mut().get_mut(at..at + data.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(data);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn get16(&self, at: usize) -> Option<u16> {
+        self.bytes().get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]))
+    }
+
+    /// Opens `n` bytes at offset `at` by moving the first `at` bytes into the headroom.
+    fn insert_gap(&mut self, at: usize, n: usize) -> bool {
+        if self.start < n || at > self.len {
+            return false;
+        }
+        self.buf.copy_within(self.start..self.start + at, self.start - n);
+        self.start -= n;
+        self.len += n;
+        true
+    }
+
+    /// Removes `n` bytes at offset `at` by moving the first `at` bytes forward.
+    fn remove_gap(&mut self, at: usize, n: usize) -> bool {
+        if at + n > self.len {
+            return false;
+        }
+        self.buf.copy_within(self.start..self.start + at, self.start + n);
+        self.start += n;
+        self.len -= n;
+        true
+    }
+}
+
+/// A TTL reached zero (or was already at most one when decremented).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct InvalidTtl;
+
+fn off(o: u16) -> Option<usize> {
+    (o != NO_OFFSET).then_some(usize::from(o))
+}
+
+/// Rewrites a 16-bit checksum field at `at` with `f(old) -> new`.
+fn fix_csum(frame: &mut Frame<'_>, at: usize, f: impl FnOnce(u16) -> u16) {
+    if let Some(old) = frame.get16(at) {
+        frame.put(at, &f(old).to_be_bytes());
+    }
+}
+
+/// Offset of the L4 checksum covering the IP pseudo-header, if the packet has one.
+fn l4_csum_at(key: &FlowKey) -> Option<(usize, bool)> {
+    let l4 = off(key.layout.l4)?;
+    if key.layout.frag & frag::LATER != 0 {
+        return None;
+    }
+    match key.ip_proto {
+        6 => Some((l4 + 16, false)),
+        17 => Some((l4 + 6, true)),
+        58 if key.eth_type == 0x86dd => Some((l4 + 2, false)),
+        _ => None,
+    }
+}
+
+/// Updates the L4 checksum after pseudo-header bytes `old` -> `new` changed.
+fn fix_l4_pseudo(frame: &mut Frame<'_>, key: &FlowKey, old: &[u8], new: &[u8]) {
+    if let Some((at, udp)) = l4_csum_at(key) {
+        fix_csum(frame, at, |c| {
+            let u = update_bytes(c, old, new);
+            if udp {
+                udp_fixup(c, u)
+            } else {
+                u
+            }
+        });
+    }
+}
+
+/// Writes an IPv4 header byte pair at `l3 + at` and fixes the header checksum.
+fn set_ipv4_word(frame: &mut Frame<'_>, l3: usize, at: usize, new: [u8; 2]) {
+    if let Some(old) = frame.get16(l3 + at) {
+        frame.put(l3 + at, &new);
+        fix_csum(frame, l3 + 10, |c| update16(c, old, u16::from_be_bytes(new)));
+    }
+}
+
+fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new: u32) {
+    let Some(old) = frame.get::<4>((l3 + at) as u16) else { return };
+    let newb = new.to_be_bytes();
+    frame.put(l3 + at, &newb);
+    fix_csum(frame, l3 + 10, |c| update32(c, u32::from_be_bytes(old), new));
+    fix_l4_pseudo(frame, key, &old, &newb);
+}
+
+fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u16) {
+    let Some(l4) = off(key.layout.l4) else { return };
+    let Some(old) = frame.get16(l4 + at) else { return };
+    frame.put(l4 + at, &new.to_be_bytes());
+    match key.ip_proto {
+        6 => fix_csum(frame, l4 + 16, |c| update16(c, old, new)),
+        17 => fix_csum(frame, l4 + 6, |c| udp_fixup(c, update16(c, old, new))),
+        132 => fix_sctp(frame, l4),
+        _ => {}
+    }
+}
+
+/// SCTP uses CRC32c over the whole packet: recompute it.
+fn fix_sctp(frame: &mut Frame<'_>, l4: usize) {
+    let Some(seg) = frame.bytes().get(l4..) else { return };
+    if seg.len() < 12 {
+        return;
+    }
+    let mut crc = !0u32;
+    for (i, b) in seg.iter().enumerate() {
+        let b = if (8..12).contains(&i) { 0 } else { *b };
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82f6_3b78 } else { crc >> 1 };
+        }
+    }
+    frame.put(l4 + 8, &(!crc).to_le_bytes());
+}
+
+/// Rewrites an ICMP header byte (type at 0, code at 1) and its checksum.
+fn set_icmp_byte(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u8) {
+    let Some(l4) = off(key.layout.l4) else { return };
+    let Some(old) = frame.get16(l4) else { return };
+    let mut word = old.to_be_bytes();
+    if let Some(b) = word.get_mut(at) {
+        *b = new;
+    }
+    frame.put(l4, &word);
+    fix_csum(frame, l4 + 2, |c| update16(c, old, u16::from_be_bytes(word)));
+}
+
+/// Rewrites bytes covered by the ICMPv6 checksum (ND target and options).
+fn set_icmp6_bytes(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: &[u8]) {
+    let Some(l4) = off(key.layout.l4) else { return };
+    let mut old = [0u8; 16];
+    let Some(cur) = frame.bytes().get(at..at + new.len()) else { return };
+    let Some(old) = old.get_mut(..new.len()) else { return };
+    old.copy_from_slice(cur);
+    frame.put(at, new);
+    // Keep 16-bit alignment relative to the ICMPv6 header for the incremental update.
+    if (at - l4).is_multiple_of(2) && new.len().is_multiple_of(2) {
+        fix_csum(frame, l4 + 2, |c| update_bytes(c, old, new));
+    }
+}
+
+/// Offset of the first ND option of `kind` (1 = source, 2 = target link-layer address).
+fn nd_option(frame: &Frame<'_>, key: &FlowKey, kind: u8) -> Option<usize> {
+    let l4 = off(key.layout.l4)?;
+    let mut at = l4 + 24;
+    for _ in 0..16 {
+        let [t, len] = frame.get::<2>(u16::try_from(at).ok()?)?;
+        if len == 0 {
+            return None;
+        }
+        if t == kind && len == 1 {
+            return Some(at + 2);
+        }
+        at += usize::from(len) * 8;
+    }
+    None
+}
+
+/// Applies a set-field to packet and key; fields whose header is absent are left alone.
+pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, value: FieldValue) {
+    let l3 = off(key.layout.l3);
+    let ipv4 = key.eth_type == 0x0800;
+    let ipv6 = key.eth_type == 0x86dd;
+    let arp = key.eth_type == 0x0806;
+    let v = value.0;
+    match field {
+        Field::EthDst => {
+            frame.put(0, &value.to_mac());
+        }
+        Field::EthSrc => {
+            frame.put(6, &value.to_mac());
+        }
+        Field::VlanVid | Field::VlanPcp => {
+            let Some(vlan) = off(key.layout.vlan) else { return };
+            let Some(tci) = frame.get16(vlan + 2) else { return };
+            let tci = if field == Field::VlanVid {
+                (tci & 0xf000) | (v as u16 & 0x0fff)
+            } else {
+                (tci & 0x1fff) | ((v as u16 & 7) << 13)
+            };
+            frame.put(vlan + 2, &tci.to_be_bytes());
+            key.vlan_vid = (tci & 0x0fff) | crate::key::OFPVID_PRESENT;
+            key.vlan_pcp = (tci >> 13) as u8;
+            return;
+        }
+        Field::IpDscp | Field::IpEcn => {
+            let Some(l3) = l3 else { return };
+            let Some(word) = frame.get16(l3) else { return };
+            let (shift, mask) = if field == Field::IpDscp { (2, 0xfc) } else { (0, 0x03) };
+            let bits = ((v as u16) << shift) & mask;
+            if ipv4 {
+                let new = (word & !mask) | bits;
+                set_ipv4_word(frame, l3, 0, new.to_be_bytes());
+            } else if ipv6 {
+                // Traffic class spans the low nibble of byte 0 and high nibble of byte 1.
+                let new = (word & !(mask << 4)) | (bits << 4);
+                frame.put(l3, &new.to_be_bytes());
+            } else {
+                return;
+            }
+        }
+        Field::Ipv4Src | Field::Ipv4Dst if ipv4 => {
+            let Some(l3) = l3 else { return };
+            let at = if field == Field::Ipv4Src { 12 } else { 16 };
+            set_ipv4_addr(frame, key, l3, at, v as u32);
+        }
+        Field::TcpSrc | Field::UdpSrc | Field::SctpSrc => set_l4_port(frame, key, 0, v as u16),
+        Field::TcpDst | Field::UdpDst | Field::SctpDst => set_l4_port(frame, key, 2, v as u16),
+        Field::Icmpv4Type | Field::Icmpv6Type => set_icmp_byte(frame, key, 0, v as u8),
+        Field::Icmpv4Code | Field::Icmpv6Code => set_icmp_byte(frame, key, 1, v as u8),
+        Field::ArpOp | Field::ArpSpa | Field::ArpTpa | Field::ArpSha | Field::ArpTha if arp => {
+            let Some(l3) = l3 else { return };
+            match field {
+                Field::ArpOp => frame.put(l3 + 6, &(v as u16).to_be_bytes()),
+                Field::ArpSha => frame.put(l3 + 8, &value.to_mac()),
+                Field::ArpSpa => frame.put(l3 + 14, &(v as u32).to_be_bytes()),
+                Field::ArpTha => frame.put(l3 + 18, &value.to_mac()),
+                _ => frame.put(l3 + 24, &(v as u32).to_be_bytes()),
+            };
+        }
+        Field::Ipv6Src | Field::Ipv6Dst if ipv6 => {
+            let Some(l3) = l3 else { return };
+            let at = l3 + if field == Field::Ipv6Src { 8 } else { 24 };
+            let Some(old) = frame.get::<16>(at as u16) else { return };
+            let new = value.to_ipv6();
+            frame.put(at, &new);
+            fix_l4_pseudo(frame, key, &old, &new);
+        }
+        Field::Ipv6Flabel if ipv6 => {
+            let Some(l3) = l3 else { return };
+            let Some(old) = frame.get::<4>(l3 as u16) else { return };
+            let word = (u32::from_be_bytes(old) & 0xfff0_0000) | (v as u32 & 0x000f_ffff);
+            frame.put(l3, &word.to_be_bytes());
+        }
+        Field::Ipv6NdTarget => {
+            let Some(l4) = off(key.layout.l4) else { return };
+            set_icmp6_bytes(frame, key, l4 + 8, &value.to_ipv6());
+        }
+        Field::Ipv6NdSll | Field::Ipv6NdTll => {
+            let kind = if field == Field::Ipv6NdSll { 1 } else { 2 };
+            let Some(at) = nd_option(frame, key, kind) else { return };
+            set_icmp6_bytes(frame, key, at, &value.to_mac());
+        }
+        Field::MplsLabel | Field::MplsTc | Field::MplsBos => {
+            let Some(m) = off(key.layout.mpls) else { return };
+            let Some(lse) = frame.get::<4>(m as u16) else { return };
+            let lse = u32::from_be_bytes(lse);
+            let v = v as u32;
+            let new = match field {
+                Field::MplsLabel => (lse & 0x0000_0fff) | ((v & 0xf_ffff) << 12),
+                Field::MplsTc => (lse & !(7 << 9)) | ((v & 7) << 9),
+                _ => (lse & !(1 << 8)) | ((v & 1) << 8),
+            };
+            frame.put(m, &new.to_be_bytes());
+        }
+        Field::PbbIsid => {
+            let Some(p) = off(key.layout.pbb) else { return };
+            frame.put(p + 1, &(v as u32).to_be_bytes()[1..]);
+        }
+        Field::Metadata | Field::TunnelId => {}
+        // IN_PORT, IN_PHY_PORT, ETH_TYPE, IP_PROTO and IPV6_EXTHDR are not settable, and
+        // address fields of an absent protocol are ignored.
+        _ => return,
+    }
+    field.set_in(key, &value);
+}
+
+/// The parse depth and metadata to restore after a header push/pop re-parse.
+fn keep_pipeline_fields(key: &FlowKey) -> (u32, u32, u64, u64) {
+    (key.in_port, key.in_phy_port, key.metadata, key.tunnel_id)
+}
+
+/// Re-parses the frame after its header stack changed, keeping the pipeline fields.
+pub(crate) fn reparse(frame: &Frame<'_>, key: &mut FlowKey) {
+    let (in_port, in_phy, metadata, tunnel) = keep_pipeline_fields(key);
+    let depth = key.layout.depth;
+    // A re-parse of a frame we built ourselves; its outcome is reflected in the key.
+    let _ = crate::parse::parse_to(frame.bytes(), in_port, depth, key);
+    key.in_phy_port = in_phy;
+    key.metadata = metadata;
+    key.tunnel_id = tunnel;
+}
+
+pub(crate) fn push_vlan(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
+    // The new tag copies VID and PCP from an existing outer tag (OpenFlow 1.3 sec. 5.12.1).
+    let tci = off(key.layout.vlan).and_then(|v| frame.get16(v + 2)).unwrap_or(0);
+    if !frame.insert_gap(12, 4) {
+        return false;
+    }
+    let mut tag = [0u8; 4];
+    tag[..2].copy_from_slice(&ethertype.to_be_bytes());
+    tag[2..].copy_from_slice(&tci.to_be_bytes());
+    frame.put(12, &tag);
+    reparse(frame, key);
+    true
+}
+
+pub(crate) fn pop_vlan(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
+    if off(key.layout.vlan).is_none() || !frame.remove_gap(12, 4) {
+        return false;
+    }
+    reparse(frame, key);
+    true
+}
+
+pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
+    let Some(et) = off(key.layout.eth_type) else { return false };
+    let lse = match off(key.layout.mpls).and_then(|m| frame.get::<4>(m as u16)) {
+        Some(top) => u32::from_be_bytes(top) & !(1 << 8),
+        None => {
+            let ttl = if key.layout.ip_ttl != 0 { key.layout.ip_ttl } else { 64 };
+            (1 << 8) | u32::from(ttl)
+        }
+    };
+    if !frame.insert_gap(et + 2, 4) {
+        return false;
+    }
+    frame.put(et, &ethertype.to_be_bytes());
+    frame.put(et + 2, &lse.to_be_bytes());
+    reparse(frame, key);
+    true
+}
+
+pub(crate) fn pop_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
+    let (Some(et), Some(m)) = (off(key.layout.eth_type), off(key.layout.mpls)) else { return false };
+    frame.put(et, &ethertype.to_be_bytes());
+    if !frame.remove_gap(m, 4) {
+        return false;
+    }
+    // The moved bytes end with the EtherType we just wrote.
+    reparse(frame, key);
+    true
+}
+
+pub(crate) fn push_pbb(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
+    let isid = if off(key.layout.pbb).is_some() { key.pbb_isid } else { 0 };
+    let Some(macs) = frame.bytes().get(..12).and_then(|m| <[u8; 12]>::try_from(m).ok()) else { return false };
+    if !frame.insert_gap(0, 18) {
+        return false;
+    }
+    frame.put(0, &macs);
+    frame.put(12, &ethertype.to_be_bytes());
+    frame.put(14, &(isid & 0x00ff_ffff).to_be_bytes());
+    reparse(frame, key);
+    true
+}
+
+pub(crate) fn pop_pbb(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
+    let Some(p) = off(key.layout.pbb) else { return false };
+    let n = p + 4;
+    if n > frame.len {
+        return false;
+    }
+    frame.start += n;
+    frame.len -= n;
+    reparse(frame, key);
+    true
+}
+
+/// Offset of the IP TTL byte and whether it is IPv4.
+fn ip_ttl_at(key: &FlowKey) -> Option<(usize, bool)> {
+    let l3 = off(key.layout.l3)?;
+    match key.eth_type {
+        0x0800 => Some((l3 + 8, true)),
+        0x86dd => Some((l3 + 7, false)),
+        _ => None,
+    }
+}
+
+fn write_ip_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
+    let Some((at, v4)) = ip_ttl_at(key) else { return };
+    if v4 {
+        let Some(word) = frame.get16(at) else { return };
+        let l3 = at - 8;
+        set_ipv4_word(frame, l3, 8, ((u16::from(ttl) << 8) | (word & 0xff)).to_be_bytes());
+    } else {
+        frame.put(at, &[ttl]);
+    }
+    key.layout.ip_ttl = ttl;
+}
+
+pub(crate) fn set_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
+    write_ip_ttl(frame, key, ttl);
+}
+
+pub(crate) fn dec_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey) -> Result<(), InvalidTtl> {
+    if ip_ttl_at(key).is_none() {
+        return Ok(());
+    }
+    let ttl = key.layout.ip_ttl;
+    if ttl <= 1 {
+        return Err(InvalidTtl);
+    }
+    write_ip_ttl(frame, key, ttl - 1);
+    Ok(())
+}
+
+fn write_mpls_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
+    let Some(m) = off(key.layout.mpls) else { return };
+    frame.put(m + 3, &[ttl]);
+    key.layout.mpls_ttl = ttl;
+}
+
+pub(crate) fn set_mpls_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
+    write_mpls_ttl(frame, key, ttl);
+}
+
+pub(crate) fn dec_mpls_ttl(frame: &mut Frame<'_>, key: &mut FlowKey) -> Result<(), InvalidTtl> {
+    if off(key.layout.mpls).is_none() {
+        return Ok(());
+    }
+    let ttl = key.layout.mpls_ttl;
+    if ttl <= 1 {
+        return Err(InvalidTtl);
+    }
+    write_mpls_ttl(frame, key, ttl - 1);
+    Ok(())
+}
+
+/// TTL of the header just inside the outermost MPLS label: the next label, or the IP header
+/// under the bottom of stack.
+fn inner_ttl_at(frame: &Frame<'_>, key: &FlowKey) -> Option<(usize, bool)> {
+    let m = off(key.layout.mpls)?;
+    if key.mpls_bos == 0 {
+        frame.bytes().get(m + 7)?;
+        return Some((m + 7, false));
+    }
+    let l3 = off(key.layout.l3)?;
+    match frame.bytes().get(l3)? >> 4 {
+        4 => Some((l3 + 8, true)),
+        6 => Some((l3 + 7, false)),
+        _ => None,
+    }
+}
+
+pub(crate) fn copy_ttl_out(frame: &mut Frame<'_>, key: &mut FlowKey) {
+    let Some((at, _)) = inner_ttl_at(frame, key) else { return };
+    let Some(&ttl) = frame.bytes().get(at) else { return };
+    write_mpls_ttl(frame, key, ttl);
+}
+
+pub(crate) fn copy_ttl_in(frame: &mut Frame<'_>, key: &mut FlowKey) {
+    let Some((at, v4)) = inner_ttl_at(frame, key) else { return };
+    let ttl = key.layout.mpls_ttl;
+    if v4 {
+        let Some(word) = frame.get16(at) else { return };
+        let l3 = at - 8;
+        set_ipv4_word(frame, l3, 8, ((u16::from(ttl) << 8) | (word & 0xff)).to_be_bytes());
+    } else {
+        frame.put(at, &[ttl]);
+    }
+}
+
+/// The OpenFlow action set: at most one action of each kind (set-field: one per field),
+/// executed in the order of spec section 5.10 whatever order they were written in.
+#[derive(Clone, Debug)]
+pub(crate) struct ActionSet {
+    /// Bit per [`Slot`] present.
+    present: u16,
+    slots: [Option<Action>; SLOT_COUNT],
+    /// Bit per field (OXM number) with a pending set-field.
+    fields: u64,
+    values: [FieldValue; 40],
+}
+
+/// Action-set positions, in execution order.
+#[derive(Clone, Copy)]
+enum Slot {
+    CopyTtlIn,
+    PopVlan,
+    PopMpls,
+    PopPbb,
+    PushMpls,
+    PushPbb,
+    PushVlan,
+    CopyTtlOut,
+    DecMplsTtl,
+    DecNwTtl,
+    SetMplsTtl,
+    SetNwTtl,
+    SetQueue,
+    Group,
+    Output,
+}
+
+const SLOT_COUNT: usize = 15;
+
+/// Position of set-field among the slots: after the TTL sets (both are "set").
+const SET_FIELD_AFTER: usize = Slot::SetNwTtl as usize;
+
+fn slot_of(a: &Action) -> Option<Slot> {
+    Some(match a {
+        Action::CopyTtlIn => Slot::CopyTtlIn,
+        Action::PopVlan => Slot::PopVlan,
+        Action::PopMpls(_) => Slot::PopMpls,
+        Action::PopPbb => Slot::PopPbb,
+        Action::PushMpls(_) => Slot::PushMpls,
+        Action::PushPbb(_) => Slot::PushPbb,
+        Action::PushVlan(_) => Slot::PushVlan,
+        Action::CopyTtlOut => Slot::CopyTtlOut,
+        Action::DecMplsTtl => Slot::DecMplsTtl,
+        Action::DecNwTtl => Slot::DecNwTtl,
+        Action::SetMplsTtl(_) => Slot::SetMplsTtl,
+        Action::SetNwTtl(_) => Slot::SetNwTtl,
+        Action::SetQueue(_) => Slot::SetQueue,
+        Action::Group(_) => Slot::Group,
+        Action::Output { .. } => Slot::Output,
+        Action::SetField(..) => return None,
+    })
+}
+
+impl Default for ActionSet {
+    fn default() -> Self {
+        ActionSet { present: 0, slots: [None; SLOT_COUNT], fields: 0, values: [FieldValue::default(); 40] }
+    }
+}
+
+impl ActionSet {
+    #[inline(always)]
+    pub fn clear(&mut self) {
+        self.present = 0;
+        self.fields = 0;
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.present == 0 && self.fields == 0
+    }
+
+    /// Merges actions in (Write-Actions): each replaces the set's action of its kind.
+    pub fn write(&mut self, actions: &[Action]) {
+        for a in actions {
+            match (a, slot_of(a)) {
+                (Action::SetField(f, v), _) => {
+                    let bit = f.oxm();
+                    self.fields |= 1u64 << bit;
+                    if let Some(slot) = self.values.get_mut(usize::from(bit)) {
+                        *slot = *v;
+                    }
+                }
+                (_, Some(s)) => {
+                    self.present |= 1 << (s as u16);
+                    if let Some(slot) = self.slots.get_mut(s as usize) {
+                        *slot = Some(*a);
+                    }
+                }
+                (_, None) => {}
+            }
+        }
+    }
+
+    /// Calls `f` on each action in execution order; stops when `f` returns false.
+    pub fn for_each(&self, mut f: impl FnMut(Action) -> bool) {
+        for i in 0..SLOT_COUNT {
+            if self.present & (1 << i) != 0 {
+                if let Some(Some(a)) = self.slots.get(i) {
+                    // A group takes over forwarding: the set's output is then ignored.
+                    if i == Slot::Output as usize && self.present & (1 << Slot::Group as u16) != 0 {
+                        continue;
+                    }
+                    if !f(*a) {
+                        return;
+                    }
+                }
+            }
+            if i == SET_FIELD_AFTER {
+                let mut fields = self.fields;
+                while fields != 0 {
+                    let bit = fields.trailing_zeros();
+                    fields &= fields - 1;
+                    let (Some(field), Some(v)) = (Field::from_oxm(bit as u8), self.values.get(bit as usize)) else { continue };
+                    if !f(Action::SetField(field, *v)) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}

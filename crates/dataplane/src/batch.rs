@@ -1,0 +1,171 @@
+//! Packet batches in, outputs and packet-in events out.
+
+use crate::datapath::FlowId;
+
+/// Why a packet goes to the controller (`ofp_packet_in_reason`).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketInReason {
+    /// Matched a table-miss flow entry (priority 0, match-all).
+    NoMatch = 0,
+    /// An explicit output to CONTROLLER.
+    Action = 1,
+    /// The packet's TTL expired (only when the switch config asks for it).
+    InvalidTtl = 2,
+}
+
+/// `buffer_id` meaning "not buffered, the whole packet is in `data`".
+pub const NO_BUFFER: u32 = 0xffff_ffff;
+
+/// A packet for the controller. `data` is the packet as it was when the output happened,
+/// cut to `max_len` when it was buffered.
+#[derive(Debug)]
+pub struct PacketInEvent<'a> {
+    pub reason: PacketInReason,
+    pub table_id: u8,
+    /// The flow entry whose action sent the packet; the switch core maps it to the cookie
+    /// (`None` for packet-out and InSP-generated packets, reported with cookie all-ones).
+    pub flow: Option<FlowId>,
+    pub buffer_id: u32,
+    /// Length of the whole frame.
+    pub total_len: u16,
+    pub in_port: u32,
+    pub in_phy_port: u32,
+    pub metadata: u64,
+    pub tunnel_id: u64,
+    pub data: &'a [u8],
+}
+
+/// Where the datapath delivers its results. Frames are borrowed: copy them before returning.
+pub trait PacketSink {
+    /// Transmit `frame` on `port` (a port number or [`crate::ir::port::LOCAL`]).
+    fn output(&mut self, port: u32, frame: &[u8]);
+
+    /// Transmit on `port` through `queue` (set by SetQueue); defaults to [`Self::output`].
+    fn output_queue(&mut self, port: u32, queue: u32, frame: &[u8]) {
+        let _ = queue;
+        self.output(port, frame);
+    }
+
+    /// Deliver a packet-in to the controller.
+    fn packet_in(&mut self, ev: &PacketInEvent<'_>);
+}
+
+/// Headroom in front of every packet so pushes (VLAN 4, MPLS 4, PBB 18 bytes) move only the
+/// Ethernet header.
+pub const DEFAULT_HEADROOM: usize = 64;
+/// Largest frame a batch slot holds by default (jumbo frames).
+pub const DEFAULT_MAX_FRAME: usize = 9216;
+
+/// Where one packet of a batch lives.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Slot {
+    pub in_port: u32,
+    pub start: u32,
+    pub len: u32,
+}
+
+/// A preallocated batch of packets (filled by the receiver, consumed by
+/// [`crate::datapath::DatapathReader::process`]). Filling and processing never allocate.
+#[derive(Debug)]
+pub struct PacketBatch {
+    data: Box<[u8]>,
+    slots: Box<[Slot]>,
+    count: usize,
+    slot_size: usize,
+    headroom: usize,
+}
+
+impl PacketBatch {
+    /// A batch of `capacity` packets of up to `max_frame` bytes each.
+    pub fn new(capacity: usize, max_frame: usize) -> Self {
+        Self::with_headroom(capacity, max_frame, DEFAULT_HEADROOM)
+    }
+
+    pub fn with_headroom(capacity: usize, max_frame: usize, headroom: usize) -> Self {
+        let capacity = capacity.max(1);
+        let slot_size = headroom + max_frame;
+        PacketBatch {
+            data: vec![0; capacity * slot_size].into_boxed_slice(),
+            slots: vec![Slot::default(); capacity].into_boxed_slice(),
+            count: 0,
+            slot_size,
+            headroom,
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.count == self.slots.len()
+    }
+
+    pub fn clear(&mut self) {
+        self.count = 0;
+    }
+
+    /// Largest frame a slot holds.
+    pub fn max_frame(&self) -> usize {
+        self.slot_size - self.headroom
+    }
+
+    /// Copies a frame in; false when the batch is full or the frame too large.
+    pub fn push(&mut self, in_port: u32, frame: &[u8]) -> bool {
+        self.push_with(in_port, |buf| match buf.get_mut(..frame.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(frame);
+                frame.len()
+            }
+            None => 0,
+        }) && !frame.is_empty()
+    }
+
+    /// Lets `fill` write a frame straight into the next slot (zero-copy receive) and return
+    /// its length; false (and nothing added) when full or `fill` returns 0 or too much.
+    pub fn push_with(&mut self, in_port: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        if self.is_full() {
+            return false;
+        }
+        let (start, max) = (self.count * self.slot_size + self.headroom, self.max_frame());
+        let Some(buf) = self.data.get_mut(start..start + max) else { return false };
+        let len = fill(buf);
+        if len == 0 || len > max {
+            return false;
+        }
+        if let Some(s) = self.slots.get_mut(self.count) {
+            *s = Slot { in_port, start: start as u32, len: len as u32 };
+            self.count += 1;
+            return true;
+        }
+        false
+    }
+
+    /// The `i`th packet's ingress port and frame.
+    pub fn packet(&self, i: usize) -> Option<(u32, &[u8])> {
+        let s = self.slots.get(..self.count)?.get(i)?;
+        let frame = self.data.get(s.start as usize..(s.start + s.len) as usize)?;
+        Some((s.in_port, frame))
+    }
+
+    pub(crate) fn slot(&self, i: usize) -> Option<Slot> {
+        self.slots.get(..self.count)?.get(i).copied()
+    }
+
+    /// The whole buffer of slot `i` (headroom included) and the frame's start and length.
+    pub(crate) fn buffer_mut(&mut self, i: usize) -> Option<(&mut [u8], usize, usize)> {
+        let s = *self.slots.get(..self.count)?.get(i)?;
+        let base = i * self.slot_size;
+        let buf = self.data.get_mut(base..base + self.slot_size)?;
+        Some((buf, s.start as usize - base, s.len as usize))
+    }
+}

@@ -1,0 +1,240 @@
+//! Internet checksums (RFC 1071): full ones'-complement sums, IPv4 header and pseudo-header
+//! aware TCP/UDP/ICMP checksums, and RFC 1624 incremental updates for set-field actions.
+//!
+//! A "sum" is an unfolded ones'-complement accumulator (`u64`); fold it with [`fold`] and
+//! complement it to get the checksum field. All functions are total: they take any bytes.
+
+/// IP protocol numbers whose checksum covers a pseudo-header.
+pub const IPPROTO_TCP: u8 = 6;
+/// UDP.
+pub const IPPROTO_UDP: u8 = 17;
+/// ICMPv6.
+pub const IPPROTO_ICMPV6: u8 = 58;
+
+/// Adds `data` (as big-endian 16-bit words, an odd last byte padded with zero) to `acc`.
+#[inline]
+pub fn add(mut acc: u64, data: &[u8]) -> u64 {
+    // 2^16 == 1 (mod 0xffff), so summing 32-bit big-endian words is congruent to summing
+    // 16-bit words; the u64 accumulator cannot overflow for any frame this crate handles.
+    let mut words = data.chunks_exact(4);
+    for w in &mut words {
+        acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+    }
+    let rest = words.remainder();
+    let mut tail = [0u8; 4];
+    tail[..rest.len()].copy_from_slice(rest);
+    acc + u64::from(u32::from_be_bytes(tail))
+}
+
+/// Folds an accumulator to 16 bits with end-around carry.
+#[inline]
+pub fn fold(mut acc: u64) -> u16 {
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// The Internet checksum of `data` (the value to store in a zeroed checksum field).
+#[inline]
+pub fn checksum(data: &[u8]) -> u16 {
+    !fold(add(0, data))
+}
+
+/// IPv4 header checksum of `header` (the whole header with options), skipping the checksum
+/// field itself (bytes 10..12). `None` if the header is shorter than 20 bytes.
+pub fn ipv4_header(header: &[u8]) -> Option<u16> {
+    let before = header.get(..10)?;
+    let after = header.get(12..)?;
+    if header.len() < 20 {
+        return None;
+    }
+    Some(!fold(add(add(0, before), after)))
+}
+
+/// Pseudo-header sum for IPv4 (RFC 793 / 768).
+#[inline]
+pub fn pseudo_v4(src: u32, dst: u32, proto: u8, l4_len: u16) -> u64 {
+    u64::from(src) + u64::from(dst) + u64::from(proto) + u64::from(l4_len)
+}
+
+/// Pseudo-header sum for IPv6 (RFC 8200 section 8.1).
+#[inline]
+pub fn pseudo_v6(src: &[u8; 16], dst: &[u8; 16], proto: u8, l4_len: u32) -> u64 {
+    add(add(0, src), dst) + u64::from(proto) + u64::from(l4_len)
+}
+
+/// Transport checksum of `segment` with its checksum field at `csum_at` ignored, given the
+/// pseudo-header sum (0 for ICMPv4, which has none). UDP's result 0 is sent as 0xffff
+/// (RFC 768: 0 means "no checksum"). `None` if the field is not inside the segment.
+pub fn transport(segment: &[u8], csum_at: usize, pseudo: u64, proto: u8) -> Option<u16> {
+    let before = segment.get(..csum_at)?;
+    let after = segment.get(csum_at.checked_add(2)?..)?;
+    // Keep 16-bit word alignment: the field sits at an even offset in every protocol.
+    if !csum_at.is_multiple_of(2) {
+        return None;
+    }
+    let c = !fold(add(add(pseudo, before), after));
+    Some(if proto == IPPROTO_UDP && c == 0 {
+        0xffff
+    } else {
+        c
+    })
+}
+
+/// RFC 1624 eqn. 3: checksum after one 16-bit word of the covered data changes.
+#[inline]
+pub fn update16(csum: u16, old: u16, new: u16) -> u16 {
+    !fold(u64::from(!csum) + u64::from(!old) + u64::from(new))
+}
+
+/// Checksum after a 32-bit (word-aligned) field changes, e.g. an IPv4 address.
+#[inline]
+pub fn update32(csum: u16, old: u32, new: u32) -> u16 {
+    let old_sum = u64::from(!(old >> 16) & 0xffff) + u64::from(!old & 0xffff);
+    let new_sum = u64::from(new >> 16) + u64::from(new & 0xffff);
+    !fold(u64::from(!csum) + old_sum + new_sum)
+}
+
+/// Checksum after a 128-bit (word-aligned) field changes, e.g. an IPv6 address.
+#[inline]
+pub fn update128(csum: u16, old: &[u8; 16], new: &[u8; 16]) -> u16 {
+    update_bytes(csum, old, new)
+}
+
+/// Checksum after an even-length, word-aligned run of bytes changes from `old` to `new`
+/// (same length; extra bytes of the longer one are ignored).
+#[inline]
+pub fn update_bytes(csum: u16, old: &[u8], new: &[u8]) -> u16 {
+    let mut acc = u64::from(!csum);
+    for (o, n) in old.chunks_exact(2).zip(new.chunks_exact(2)) {
+        acc += u64::from(!u16::from_be_bytes([o[0], o[1]]));
+        acc += u64::from(u16::from_be_bytes([n[0], n[1]]));
+    }
+    !fold(acc)
+}
+
+/// Checksum after one byte changes; `high` when the byte is the first of its 16-bit word
+/// (an even offset from the start of the covered data), like the IPv4 TTL.
+#[inline]
+pub fn update8(csum: u16, old: u8, new: u8, high: bool) -> u16 {
+    let shift = if high { 8 } else { 0 };
+    update16(csum, u16::from(old) << shift, u16::from(new) << shift)
+}
+
+/// UDP-over-IPv4 rule for an incremental update: a 0 field means "no checksum" and stays
+/// 0; a computed 0 is sent as 0xffff.
+#[inline]
+pub fn udp_fixup(old_csum: u16, updated: u16) -> u16 {
+    match (old_csum, updated) {
+        (0, _) => 0,
+        (_, 0) => 0xffff,
+        (_, c) => c,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// 0x0000 and 0xffff are the two ones'-complement zeros.
+    fn same(a: u16, b: u16) -> bool {
+        a == b || (a | b == 0xffff && (a == 0 || b == 0))
+    }
+
+    #[test]
+    fn rfc1071_example() {
+        // RFC 1071 section 3 example words 0001 f203 f4f5 f6f7: sum ddf2, checksum 220d.
+        let data = [0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7];
+        assert_eq!(fold(add(0, &data)), 0xddf2);
+        assert_eq!(checksum(&data), 0x220d);
+        assert_eq!(checksum(&[0x12]), !0x1200);
+    }
+
+    #[test]
+    fn known_ipv4_header() {
+        // A classic capture: 4500 0073 0000 4000 4011 [b861] c0a8 0001 c0a8 00c7.
+        let h = [
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+        ];
+        assert_eq!(ipv4_header(&h), Some(0xb861));
+        assert_eq!(
+            checksum(&h),
+            0,
+            "a header with a valid checksum sums to zero"
+        );
+        assert_eq!(ipv4_header(&h[..19]), None);
+    }
+
+    #[test]
+    fn udp_zero_is_sent_as_all_ones() {
+        // Segment whose checksum field must be the other zero.
+        let seg = [0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00];
+        let pseudo = 0u64;
+        assert_eq!(transport(&seg, 6, pseudo, IPPROTO_UDP), Some(0xffff));
+        assert_eq!(transport(&seg, 6, pseudo, IPPROTO_TCP), Some(0));
+        assert_eq!(transport(&seg, 7, pseudo, IPPROTO_UDP), None);
+        assert_eq!(transport(&seg, 8, pseudo, IPPROTO_UDP), None);
+        assert_eq!(udp_fixup(0, 0x1234), 0);
+        assert_eq!(udp_fixup(0x1111, 0), 0xffff);
+    }
+
+    fn word(d: &[u8], at: usize) -> u16 {
+        u16::from_be_bytes([d[at], d[at + 1]])
+    }
+
+    proptest! {
+        #[test]
+        fn update16_matches_recompute(mut data in prop::collection::vec(any::<u8>(), 2..64), at in 0usize..32, new in any::<u16>()) {
+            let at = (at % (data.len() / 2)) * 2;
+            let before = checksum(&data);
+            let old = word(&data, at);
+            data[at..at + 2].copy_from_slice(&new.to_be_bytes());
+            prop_assert!(same(update16(before, old, new), checksum(&data)));
+        }
+
+        #[test]
+        fn update32_and_128_match_recompute(mut data in prop::collection::vec(any::<u8>(), 16..80), new32 in any::<u32>(), new128 in any::<[u8; 16]>()) {
+            let before = checksum(&data);
+            let old32 = u32::from_be_bytes([data[4], data[5], data[6], data[7]]);
+            data[4..8].copy_from_slice(&new32.to_be_bytes());
+            let mid = checksum(&data);
+            prop_assert!(same(update32(before, old32, new32), mid));
+            let mut old128 = [0u8; 16];
+            old128.copy_from_slice(&data[..16]);
+            data[..16].copy_from_slice(&new128);
+            prop_assert!(same(update128(mid, &old128, &new128), checksum(&data)));
+        }
+
+        #[test]
+        fn update8_matches_recompute(mut data in prop::collection::vec(any::<u8>(), 2..40), at in 0usize..40, new in any::<u8>()) {
+            let at = at % data.len();
+            let before = checksum(&data);
+            let old = data[at];
+            data[at] = new;
+            prop_assert!(same(update8(before, old, new, at % 2 == 0), checksum(&data)));
+        }
+
+        #[test]
+        fn transport_sum_verifies_with_pseudo_header(src in any::<u32>(), dst in any::<u32>(), mut seg in prop::collection::vec(any::<u8>(), 8..100)) {
+            let len = seg.len() as u16;
+            let pseudo = pseudo_v4(src, dst, IPPROTO_TCP, len);
+            let c = transport(&seg, 6, pseudo, IPPROTO_TCP).unwrap_or_default();
+            seg[6..8].copy_from_slice(&c.to_be_bytes());
+            prop_assert!(same(!fold(add(pseudo, &seg)), 0));
+            let v6 = pseudo_v6(&[1; 16], &[2; 16], IPPROTO_ICMPV6, u32::from(len));
+            let c6 = transport(&seg, 2, v6, IPPROTO_ICMPV6).unwrap_or_default();
+            seg[2..4].copy_from_slice(&c6.to_be_bytes());
+            prop_assert!(same(!fold(add(v6, &seg)), 0));
+        }
+
+        #[test]
+        fn ipv4_header_checksum_verifies(mut h in prop::collection::vec(any::<u8>(), 20..60)) {
+            let c = ipv4_header(&h).unwrap_or_default();
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            prop_assert!(same(checksum(&h), 0));
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! One tuple of the tuple space: every rule with the same mask, indexed by a keyed hash of
+//! its masked key.
+
+use super::hash::RawIndex;
+use crate::key::KEY_WORDS;
+use std::collections::BTreeMap;
+
+/// Key or mask words.
+pub type Words = [u64; KEY_WORDS];
+
+/// Rules sharing one mask.
+#[derive(Clone, Debug)]
+pub struct Subtable {
+    pub mask: Words,
+    /// Positions of the mask's non-zero words: only those are hashed and compared.
+    pub words: Box<[u8]>,
+    /// Masked key hash -> slot of the highest-priority rule with that masked key.
+    pub index: RawIndex,
+    /// Priority -> number of rules, for the subtable's maximum priority.
+    prios: BTreeMap<u16, u32>,
+    /// Creation sequence number: the deterministic tie-break between equal maxima.
+    pub seq: u64,
+}
+
+impl Subtable {
+    pub fn new(mask: Words, seq: u64) -> Self {
+        let words = mask
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w != 0)
+            .filter_map(|(i, _)| u8::try_from(i).ok())
+            .collect();
+        Subtable {
+            mask,
+            words,
+            index: RawIndex::default(),
+            prios: BTreeMap::new(),
+            seq,
+        }
+    }
+
+    /// Highest priority of any rule in the subtable (0 when empty).
+    pub fn max_priority(&self) -> u16 {
+        self.prios.last_key_value().map_or(0, |(p, _)| *p)
+    }
+
+    /// Lowest priority of any rule in the subtable.
+    pub fn min_priority(&self) -> u16 {
+        self.prios.first_key_value().map_or(0, |(p, _)| *p)
+    }
+
+    pub fn count_rule(&mut self, priority: u16) {
+        *self.prios.entry(priority).or_insert(0) += 1;
+    }
+
+    pub fn uncount_rule(&mut self, priority: u16) {
+        if let Some(n) = self.prios.get_mut(&priority) {
+            *n -= 1;
+            if *n == 0 {
+                self.prios.remove(&priority);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.prios.is_empty()
+    }
+
+    /// Whether `key & mask` equals the masked rule key `rule` on the significant words.
+    #[inline(always)]
+    pub fn key_eq(&self, key: &Words, rule: &Words) -> bool {
+        self.words.iter().all(|&i| {
+            let i = usize::from(i);
+            match (key.get(i), self.mask.get(i), rule.get(i)) {
+                (Some(k), Some(m), Some(r)) => k & m == *r,
+                _ => false,
+            }
+        })
+    }
+}

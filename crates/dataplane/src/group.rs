@@ -1,0 +1,119 @@
+//! Group semantics: bucket liveness and selection (OpenFlow 1.3 section 5.6).
+
+use crate::actions::ActionSet;
+use crate::classifier::hash::{hash_masked, Seed};
+use crate::datapath::{Bucket, Group, GroupType};
+use crate::ir::{port, Action, GROUP_ANY};
+use crate::key::{FlowKey, KEY_WORDS};
+use crate::state::State;
+
+/// Watch chains deeper than this count as dead (the core rejects loops; this bounds work).
+const MAX_WATCH_DEPTH: u8 = 8;
+
+/// Key words that identify a flow for SELECT: everything after in_port, metadata and
+/// tunnel_id (Ethernet, VLAN, IP, transport). Word positions, all bits.
+const FLOW_WORDS: [u8; KEY_WORDS - 3] = {
+    let mut w = [0u8; KEY_WORDS - 3];
+    let mut i = 0;
+    while i < w.len() {
+        w[i] = (i + 3) as u8;
+        i += 1;
+    }
+    w
+};
+
+/// A hash of the packet's headers, stable for the life of the process, so every packet of a
+/// flow picks the same SELECT bucket.
+pub(crate) fn flow_hash(key: &FlowKey) -> u64 {
+    hash_masked(Seed::process(), key.words(), &[u64::MAX; KEY_WORDS], &FLOW_WORDS)
+}
+
+fn port_live(state: &State, port_no: u32) -> bool {
+    port_no == port::ANY || state.ports.get(&port_no).is_some_and(|p| p.info.live && !p.info.config.down)
+}
+
+/// Whether a bucket's watched port and group are live.
+pub(crate) fn bucket_live(state: &State, bucket: &Bucket, depth: u8) -> bool {
+    port_live(state, bucket.watch_port) && (bucket.watch_group == GROUP_ANY || group_live(state, bucket.watch_group, depth + 1))
+}
+
+/// A group is live when any of its buckets is.
+pub(crate) fn group_live(state: &State, id: u32, depth: u8) -> bool {
+    if depth > MAX_WATCH_DEPTH {
+        return false;
+    }
+    state.groups.get(&id).is_some_and(|g| g.group.buckets.iter().any(|b| bucket_live(state, b, depth)))
+}
+
+/// Indices of the buckets to execute, in order, written into `out`; returns how many.
+pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey, out: &mut [usize]) -> usize {
+    match group.kind {
+        GroupType::All => {
+            let n = group.buckets.len().min(out.len());
+            for (i, o) in out.iter_mut().enumerate().take(n) {
+                *o = i;
+            }
+            n
+        }
+        GroupType::Indirect => {
+            if group.buckets.is_empty() {
+                0
+            } else {
+                write_first(out, 0)
+            }
+        }
+        GroupType::FastFailover => match group.buckets.iter().position(|b| bucket_live(state, b, 0)) {
+            Some(i) => write_first(out, i),
+            None => 0,
+        },
+        GroupType::Select => {
+            let live = |b: &Bucket| b.weight > 0 && bucket_live(state, b, 0);
+            let total: u64 = group.buckets.iter().filter(|b| live(b)).map(|b| u64::from(b.weight)).sum();
+            if total == 0 {
+                return 0;
+            }
+            // Multiply-shift maps the hash uniformly onto [0, total).
+            let mut point = ((u128::from(flow_hash(key)) * u128::from(total)) >> 64) as u64;
+            for (i, b) in group.buckets.iter().enumerate() {
+                if !live(b) {
+                    continue;
+                }
+                let w = u64::from(b.weight);
+                if point < w {
+                    return write_first(out, i);
+                }
+                point -= w;
+            }
+            0
+        }
+    }
+}
+
+fn write_first(out: &mut [usize], i: usize) -> usize {
+    match out.first_mut() {
+        Some(o) => {
+            *o = i;
+            1
+        }
+        None => 0,
+    }
+}
+
+/// Rewrites every bucket's actions into action-set order (a bucket is an action set).
+pub(crate) fn normalize(group: &Group) -> Group {
+    let buckets = group
+        .buckets
+        .iter()
+        .map(|b| {
+            let mut set = ActionSet::default();
+            set.write(&b.actions);
+            let mut actions: Vec<Action> = Vec::with_capacity(b.actions.len());
+            set.for_each(|a| {
+                actions.push(a);
+                true
+            });
+            Bucket { actions, ..b.clone() }
+        })
+        .collect();
+    Group { kind: group.kind, buckets, counters: group.counters.clone() }
+}

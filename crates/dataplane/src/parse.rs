@@ -1,0 +1,1215 @@
+//! Packet parser: fills a [`FlowKey`] from a frame, in stages (L2, L3, L4) so the pipeline
+//! parses only as deep as its tables need and can resume later with [`parse_deeper`].
+//!
+//! Every read is a checked slice of the frame; no length field is trusted. Semantics follow
+//! Open vSwitch where OpenFlow is silent: fields of a header are filled only once the header
+//! is known valid; a non-first IP fragment has no L4 fields; the first fragment has them.
+
+use crate::key::{exthdr, frag, FlowKey, ParseDepth, NO_OFFSET, OFPVID_PRESENT};
+
+const ETH_TYPE_IPV4: u16 = 0x0800;
+const ETH_TYPE_ARP: u16 = 0x0806;
+const ETH_TYPE_VLAN: u16 = 0x8100;
+const ETH_TYPE_QINQ: u16 = 0x88a8;
+const ETH_TYPE_IPV6: u16 = 0x86dd;
+const ETH_TYPE_MPLS: u16 = 0x8847;
+const ETH_TYPE_MPLS_MCAST: u16 = 0x8848;
+const ETH_TYPE_PBB: u16 = 0x88e7;
+/// EtherType OpenFlow reports for 802.3 frames without a SNAP EtherType.
+pub const ETH_TYPE_NOT_ETH: u16 = 0x05ff;
+
+const IPPROTO_ICMP: u8 = 1;
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+const IPPROTO_ICMPV6: u8 = 58;
+const IPPROTO_SCTP: u8 = 132;
+
+/// Longest IPv6 extension-header chain walked before giving up (bounds per-packet work).
+const MAX_IPV6_EXT_HEADERS: usize = 16;
+
+macro_rules! parse_errors {
+    ($( $(#[$doc:meta])* $v:ident, )*) => {
+        /// Why a packet could not be parsed to the requested depth.
+        #[repr(u8)]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+        pub enum ParseError { $( $(#[$doc])* $v, )* }
+
+        impl ParseError {
+            /// Every reason, in discriminant order.
+            pub const ALL: &'static [ParseError] = &[$(ParseError::$v),*];
+            /// Number of reasons.
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// A stable name for metrics.
+            pub fn name(self) -> &'static str {
+                match self { $(ParseError::$v => stringify!($v),)* }
+            }
+        }
+    };
+}
+
+parse_errors! {
+    /// Frame too long for 16-bit header offsets.
+    FrameTooLong,
+    /// Shorter than an Ethernet header.
+    TruncatedEthernet,
+    /// A VLAN tag runs past the end.
+    TruncatedVlan,
+    /// The PBB I-TAG runs past the end.
+    TruncatedPbb,
+    /// An MPLS label stack entry runs past the end.
+    TruncatedMpls,
+    /// The ARP body runs past the end.
+    TruncatedArp,
+    /// IPv4 header (with options) or total length runs past the end.
+    TruncatedIpv4,
+    /// IP version nibble does not match the EtherType.
+    BadIpVersion,
+    /// IPv4 IHL below 5.
+    BadIpv4HeaderLen,
+    /// IPv4 total length shorter than its header.
+    BadIpv4TotalLen,
+    /// IPv6 header or payload length runs past the end.
+    TruncatedIpv6,
+    /// An IPv6 extension header runs past the end of the payload.
+    TruncatedIpv6Ext,
+    /// More IPv6 extension headers than the parser walks.
+    Ipv6ExtChainTooLong,
+    /// TCP header runs past the end.
+    TruncatedTcp,
+    /// TCP data offset below 5.
+    BadTcpOffset,
+    /// UDP header runs past the end.
+    TruncatedUdp,
+    /// SCTP common header runs past the end.
+    TruncatedSctp,
+    /// ICMP / ICMPv6 header runs past the end.
+    TruncatedIcmp,
+    /// Neighbor Discovery body or option runs past the end.
+    TruncatedNd,
+    /// Neighbor Discovery option of length 0 or a repeated link-layer option.
+    BadNdOption,
+}
+
+/// Result of parsing: `Ok` or the reason the packet is malformed. The fields parsed before
+/// the problem stay in the key.
+pub type ParseOutcome = Result<(), ParseError>;
+
+/// Per-reader parse counters (plain integers: one per datapath thread, summed by the reader).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseStats {
+    /// Packets parsed.
+    pub packets: u64,
+    /// Malformed packets per [`ParseError`] (index = discriminant).
+    pub errors: [u64; ParseError::COUNT],
+}
+
+impl Default for ParseStats {
+    fn default() -> Self {
+        Self {
+            packets: 0,
+            errors: [0; ParseError::COUNT],
+        }
+    }
+}
+
+impl ParseStats {
+    /// Counts one parse.
+    #[inline]
+    pub fn record(&mut self, outcome: ParseOutcome) {
+        self.packets += 1;
+        if let Err(e) = outcome {
+            if let Some(c) = self.errors.get_mut(e as usize) {
+                *c += 1;
+            }
+        }
+    }
+
+    /// Malformed packets with this reason.
+    pub fn count(&self, e: ParseError) -> u64 {
+        self.errors.get(e as usize).copied().unwrap_or(0)
+    }
+
+    /// All malformed packets.
+    pub fn malformed(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Adds another reader's counters.
+    pub fn merge(&mut self, other: &ParseStats) {
+        self.packets += other.packets;
+        for (a, b) in self.errors.iter_mut().zip(other.errors.iter()) {
+            *a += b;
+        }
+    }
+}
+
+/// Parses `pkt` fully (to L4). See [`parse_to`].
+#[inline]
+pub fn parse(pkt: &[u8], in_port: u32, key: &mut FlowKey) -> ParseOutcome {
+    parse_to(pkt, in_port, ParseDepth::L4, key)
+}
+
+/// Resets `key` (in_port and in_phy_port = `in_port`, metadata and tunnel_id 0) and parses
+/// `pkt` down to `depth`.
+#[inline]
+pub fn parse_to(pkt: &[u8], in_port: u32, depth: ParseDepth, key: &mut FlowKey) -> ParseOutcome {
+    *key = FlowKey {
+        in_port,
+        in_phy_port: in_port,
+        ..FlowKey::default()
+    };
+    let l2 = if pkt.len() >= usize::from(NO_OFFSET) {
+        Err(ParseError::FrameTooLong)
+    } else {
+        parse_l2(pkt, key)
+    };
+    if l2.is_err() {
+        // Deeper stages have nothing to work on; mark them done so resuming is a no-op.
+        key.layout.depth = depth;
+        return l2;
+    }
+    parse_deeper(pkt, depth, key)
+}
+
+/// Continues parsing a key already filled by [`parse_to`] on the same frame down to
+/// `depth`; does nothing for stages already run.
+#[inline]
+pub fn parse_deeper(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> ParseOutcome {
+    let done = key.layout.depth;
+    if depth <= done {
+        return Ok(());
+    }
+    // Stages after a failed one are no-ops (their offsets stay NO_OFFSET), so the key is
+    // marked as parsed to `depth` whatever happens below.
+    key.layout.depth = depth;
+    if done < ParseDepth::L3 {
+        parse_l3(pkt, key)?;
+    }
+    if depth >= ParseDepth::L4 {
+        parse_l4(pkt, key)?;
+    }
+    Ok(())
+}
+
+/// `N` bytes at `at`, if all are inside `pkt`.
+#[inline(always)]
+fn chunk<const N: usize>(pkt: &[u8], at: usize) -> Option<&[u8; N]> {
+    pkt.get(at..)?.first_chunk::<N>()
+}
+
+/// Copies `M` bytes at constant offset `at` out of a header already bounds-checked as `[u8; N]`.
+#[inline(always)]
+fn sub<const N: usize, const M: usize>(h: &[u8; N], at: usize) -> [u8; M] {
+    let mut out = [0u8; M];
+    out.copy_from_slice(&h[at..at + M]);
+    out
+}
+
+#[inline(always)]
+fn be16(a: u8, b: u8) -> u16 {
+    u16::from_be_bytes([a, b])
+}
+
+#[inline(always)]
+fn be32(a: u8, b: u8, c: u8, d: u8) -> u32 {
+    u32::from_be_bytes([a, b, c, d])
+}
+
+/// Offset as stored in [`crate::key::Layout`]; frames are shorter than `NO_OFFSET` bytes.
+#[inline(always)]
+fn off16(off: usize) -> u16 {
+    u16::try_from(off).unwrap_or(NO_OFFSET)
+}
+
+/// Ethernet, VLAN tags, LLC/SNAP, then the top MPLS label or the PBB I-TAG.
+#[inline]
+fn parse_l2(pkt: &[u8], key: &mut FlowKey) -> ParseOutcome {
+    let eth = chunk::<14>(pkt, 0).ok_or(ParseError::TruncatedEthernet)?;
+    key.eth_dst = sub(eth, 0);
+    key.eth_src = sub(eth, 6);
+    let mut ty = be16(eth[12], eth[13]);
+    let mut off = 14usize;
+
+    if ty == ETH_TYPE_VLAN || ty == ETH_TYPE_QINQ {
+        key.layout.vlan = 12;
+        let mut first = true;
+        while ty == ETH_TYPE_VLAN || ty == ETH_TYPE_QINQ {
+            let tag = chunk::<4>(pkt, off).ok_or(ParseError::TruncatedVlan)?;
+            if first {
+                let tci = be16(tag[0], tag[1]);
+                key.vlan_vid = (tci & 0x0fff) | OFPVID_PRESENT;
+                key.vlan_pcp = (tci >> 13) as u8;
+                first = false;
+            }
+            key.layout.vlan_tags = key.layout.vlan_tags.saturating_add(1);
+            ty = be16(tag[2], tag[3]);
+            off += 4;
+        }
+    }
+    key.layout.eth_type = off16(off - 2);
+
+    if ty < 0x0600 {
+        match chunk::<8>(pkt, off) {
+            Some(&[0xaa, 0xaa, 0x03, 0, 0, 0, a, b]) => {
+                ty = be16(a, b);
+                off += 8;
+            }
+            _ => ty = ETH_TYPE_NOT_ETH,
+        }
+    }
+    key.eth_type = ty;
+
+    match ty {
+        ETH_TYPE_MPLS | ETH_TYPE_MPLS_MCAST => parse_mpls(pkt, off, key),
+        ETH_TYPE_PBB => {
+            let tag = chunk::<4>(pkt, off).ok_or(ParseError::TruncatedPbb)?;
+            key.layout.pbb = off16(off);
+            key.pbb_isid = be32(0, tag[1], tag[2], tag[3]);
+            key.layout.l3 = off16(off + 4);
+            Ok(())
+        }
+        _ => {
+            key.layout.l3 = off16(off);
+            Ok(())
+        }
+    }
+}
+
+/// Top label into the key; walks to the bottom of stack so `layout.l3` is the payload.
+#[inline]
+fn parse_mpls(pkt: &[u8], mut off: usize, key: &mut FlowKey) -> ParseOutcome {
+    let top = chunk::<4>(pkt, off).ok_or(ParseError::TruncatedMpls)?;
+    let lse = be32(top[0], top[1], top[2], top[3]);
+    key.layout.mpls = off16(off);
+    key.mpls_label = lse >> 12;
+    key.mpls_tc = ((lse >> 9) & 7) as u8;
+    key.mpls_bos = ((lse >> 8) & 1) as u8;
+    key.layout.mpls_ttl = lse as u8;
+    let mut bos = key.mpls_bos != 0;
+    off += 4;
+    while !bos {
+        let lse = chunk::<4>(pkt, off).ok_or(ParseError::TruncatedMpls)?;
+        bos = lse[2] & 1 != 0;
+        off += 4;
+    }
+    key.layout.l3 = off16(off);
+    Ok(())
+}
+
+#[inline]
+fn parse_l3(pkt: &[u8], key: &mut FlowKey) -> ParseOutcome {
+    let l3 = usize::from(key.layout.l3);
+    if key.layout.l3 == NO_OFFSET {
+        return Ok(());
+    }
+    match key.eth_type {
+        ETH_TYPE_IPV4 => parse_ipv4(pkt, l3, key),
+        ETH_TYPE_IPV6 => parse_ipv6(pkt, l3, key),
+        ETH_TYPE_ARP => parse_arp(pkt, l3, key),
+        _ => Ok(()),
+    }
+}
+
+#[inline]
+fn parse_ipv4(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
+    let h = chunk::<20>(pkt, l3).ok_or(ParseError::TruncatedIpv4)?;
+    if h[0] >> 4 != 4 {
+        return Err(ParseError::BadIpVersion);
+    }
+    let ihl = usize::from(h[0] & 0x0f) * 4;
+    if ihl < 20 {
+        return Err(ParseError::BadIpv4HeaderLen);
+    }
+    let total = usize::from(be16(h[2], h[3]));
+    if total < ihl {
+        return Err(ParseError::BadIpv4TotalLen);
+    }
+    if total > pkt.len() - l3 {
+        return Err(ParseError::TruncatedIpv4);
+    }
+    key.ip_dscp = h[1] >> 2;
+    key.ip_ecn = h[1] & 3;
+    key.ip_proto = h[9];
+    key.ipv4_src = be32(h[12], h[13], h[14], h[15]);
+    key.ipv4_dst = be32(h[16], h[17], h[18], h[19]);
+    key.layout.ip_ttl = h[8];
+    key.layout.l3_end = off16(l3 + total);
+    let frag_field = be16(h[6], h[7]);
+    if frag_field & 0x3fff != 0 {
+        key.layout.frag = frag::IS_FRAGMENT;
+        if frag_field & 0x1fff != 0 {
+            key.layout.frag |= frag::LATER;
+            return Ok(());
+        }
+    }
+    key.layout.l4 = off16(l3 + ihl);
+    Ok(())
+}
+
+#[inline]
+fn parse_arp(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
+    let a = chunk::<28>(pkt, l3).ok_or(ParseError::TruncatedArp)?;
+    // Only Ethernet/IPv4 ARP has the OXM fields; other formats leave them 0, as in OVS.
+    if a[..6] == [0, 1, 0x08, 0x00, 6, 4] {
+        key.arp_op = be16(a[6], a[7]);
+        key.arp_sha = sub(a, 8);
+        key.arp_spa = be32(a[14], a[15], a[16], a[17]);
+        key.arp_tha = sub(a, 18);
+        key.arp_tpa = be32(a[24], a[25], a[26], a[27]);
+    }
+    Ok(())
+}
+
+/// Position of an extension header in RFC 8200's recommended order.
+fn ext_rank(nh: u8, dest_seen: u8, last_rank: u8) -> u8 {
+    match nh {
+        0 => 1,
+        60 if dest_seen == 0 && last_rank < 3 => 2,
+        60 => 7,
+        43 => 3,
+        44 => 4,
+        51 => 5,
+        _ => 6,
+    }
+}
+
+fn ext_flag(nh: u8) -> u16 {
+    match nh {
+        0 => exthdr::HOP,
+        60 => exthdr::DEST,
+        43 => exthdr::ROUTER,
+        44 => exthdr::FRAG,
+        51 => exthdr::AUTH,
+        _ => exthdr::ESP,
+    }
+}
+
+#[inline]
+fn parse_ipv6(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
+    let h = chunk::<40>(pkt, l3).ok_or(ParseError::TruncatedIpv6)?;
+    if h[0] >> 4 != 6 {
+        return Err(ParseError::BadIpVersion);
+    }
+    let payload = usize::from(be16(h[4], h[5]));
+    let avail = pkt.len() - l3 - 40;
+    if payload > avail {
+        return Err(ParseError::TruncatedIpv6);
+    }
+    let mut nh = h[6];
+    // A zero payload length with hop-by-hop options is a jumbogram: the frame bounds it.
+    let end = if payload == 0 && nh == 0 {
+        pkt.len()
+    } else {
+        l3 + 40 + payload
+    };
+    let tc = ((h[0] & 0x0f) << 4) | (h[1] >> 4);
+    key.ip_dscp = tc >> 2;
+    key.ip_ecn = tc & 3;
+    key.ipv6_flabel = be32(0, h[1] & 0x0f, h[2], h[3]);
+    key.layout.ip_ttl = h[7];
+    key.ipv6_src = sub(h, 8);
+    key.ipv6_dst = sub(h, 24);
+    key.layout.l3_end = off16(end);
+
+    let pkt = pkt.get(..end).unwrap_or(pkt);
+    let mut off = l3 + 40;
+    let mut flags = 0u16;
+    let mut last_rank = 0u8;
+    let mut dest_seen = 0u8;
+    let mut walked = 0usize;
+    let mut has_l4 = true;
+    loop {
+        match nh {
+            0 | 43 | 44 | 50 | 51 | 60 => {}
+            59 => {
+                flags |= exthdr::NONEXT;
+                has_l4 = false;
+                break;
+            }
+            _ => break,
+        }
+        walked += 1;
+        if walked > MAX_IPV6_EXT_HEADERS {
+            key.ip_proto = nh;
+            key.ipv6_exthdr = flags;
+            return Err(ParseError::Ipv6ExtChainTooLong);
+        }
+        let rank = ext_rank(nh, dest_seen, last_rank);
+        let flag = ext_flag(nh);
+        if rank < last_rank || (nh == 0 && last_rank != 0) {
+            flags |= exthdr::UNSEQ;
+        }
+        if (nh == 60 && dest_seen >= 2) || (nh != 60 && flags & flag != 0) {
+            flags |= exthdr::UNREP;
+        }
+        if nh == 60 {
+            dest_seen = dest_seen.saturating_add(1);
+        }
+        flags |= flag;
+        last_rank = rank;
+        if nh == 50 {
+            // ESP encrypts everything after it.
+            has_l4 = false;
+            break;
+        }
+        let eh = match chunk::<8>(pkt, off) {
+            Some(eh) => eh,
+            None => {
+                key.ipv6_exthdr = flags;
+                return Err(ParseError::TruncatedIpv6Ext);
+            }
+        };
+        let len = match nh {
+            44 => {
+                let frag_field = be16(eh[2], eh[3]);
+                key.layout.frag = frag::IS_FRAGMENT;
+                if frag_field & 0xfff8 != 0 {
+                    key.layout.frag |= frag::LATER;
+                    has_l4 = false;
+                }
+                8
+            }
+            51 => (usize::from(eh[1]) + 2) * 4,
+            _ => (usize::from(eh[1]) + 1) * 8,
+        };
+        if off + len > pkt.len() {
+            key.ipv6_exthdr = flags;
+            return Err(ParseError::TruncatedIpv6Ext);
+        }
+        nh = eh[0];
+        off += len;
+        if !has_l4 {
+            break;
+        }
+    }
+    key.ip_proto = nh;
+    key.ipv6_exthdr = flags;
+    if has_l4 {
+        key.layout.l4 = off16(off);
+    }
+    Ok(())
+}
+
+#[inline]
+fn parse_l4(pkt: &[u8], key: &mut FlowKey) -> ParseOutcome {
+    if key.layout.l4 == NO_OFFSET {
+        return Ok(());
+    }
+    let l4 = usize::from(key.layout.l4);
+    let pkt = pkt.get(..usize::from(key.layout.l3_end)).unwrap_or(pkt);
+    match (key.ip_proto, key.eth_type) {
+        (IPPROTO_UDP, _) => {
+            let h = chunk::<4>(pkt, l4)
+                .filter(|_| pkt.len() >= l4 + 8)
+                .ok_or(ParseError::TruncatedUdp)?;
+            set_ports(key, h);
+            Ok(())
+        }
+        (IPPROTO_TCP, _) => {
+            let h = chunk::<20>(pkt, l4).ok_or(ParseError::TruncatedTcp)?;
+            set_ports(key, &sub(h, 0));
+            let data_off = usize::from(h[12] >> 4) * 4;
+            if data_off < 20 {
+                Err(ParseError::BadTcpOffset)
+            } else if l4 + data_off > pkt.len() {
+                Err(ParseError::TruncatedTcp)
+            } else {
+                Ok(())
+            }
+        }
+        (IPPROTO_SCTP, _) => {
+            let h = chunk::<12>(pkt, l4).ok_or(ParseError::TruncatedSctp)?;
+            set_ports(key, &sub(h, 0));
+            Ok(())
+        }
+        (IPPROTO_ICMP, ETH_TYPE_IPV4) => {
+            let h = chunk::<4>(pkt, l4).ok_or(ParseError::TruncatedIcmp)?;
+            key.icmp_type = h[0];
+            key.icmp_code = h[1];
+            Ok(())
+        }
+        (IPPROTO_ICMPV6, ETH_TYPE_IPV6) => parse_icmpv6(pkt, l4, key),
+        _ => Ok(()),
+    }
+}
+
+#[inline(always)]
+fn set_ports(key: &mut FlowKey, h: &[u8; 4]) {
+    key.tp_src = be16(h[0], h[1]);
+    key.tp_dst = be16(h[2], h[3]);
+}
+
+const ND_NS: u8 = 135;
+const ND_NA: u8 = 136;
+const ND_OPT_SLL: u8 = 1;
+const ND_OPT_TLL: u8 = 2;
+
+fn parse_icmpv6(pkt: &[u8], l4: usize, key: &mut FlowKey) -> ParseOutcome {
+    let h = chunk::<4>(pkt, l4).ok_or(ParseError::TruncatedIcmp)?;
+    key.icmp_type = h[0];
+    key.icmp_code = h[1];
+    if h[1] != 0 || (h[0] != ND_NS && h[0] != ND_NA) {
+        return Ok(());
+    }
+    let nd = chunk::<24>(pkt, l4).ok_or(ParseError::TruncatedNd)?;
+    key.nd_target = sub(nd, 8);
+    let result = parse_nd_options(pkt, l4 + 24, h[0], key);
+    if result.is_err() {
+        // As in OVS, a bad option invalidates all ND fields.
+        key.nd_target = [0; 16];
+        key.nd_sll = [0; 6];
+        key.nd_tll = [0; 6];
+    }
+    result
+}
+
+fn parse_nd_options(pkt: &[u8], mut off: usize, icmp_type: u8, key: &mut FlowKey) -> ParseOutcome {
+    let (mut sll_seen, mut tll_seen) = (false, false);
+    while off < pkt.len() {
+        let opt = chunk::<2>(pkt, off).ok_or(ParseError::TruncatedNd)?;
+        let len = usize::from(opt[1]) * 8;
+        if len == 0 {
+            return Err(ParseError::BadNdOption);
+        }
+        let body = pkt.get(off..off + len).ok_or(ParseError::TruncatedNd)?;
+        let lladdr = body.get(2..8).filter(|_| len == 8);
+        match (opt[0], lladdr) {
+            (ND_OPT_SLL, Some(mac)) => {
+                if sll_seen {
+                    return Err(ParseError::BadNdOption);
+                }
+                sll_seen = true;
+                if icmp_type == ND_NS {
+                    key.nd_sll.copy_from_slice(mac);
+                }
+            }
+            (ND_OPT_TLL, Some(mac)) => {
+                if tll_seen {
+                    return Err(ParseError::BadNdOption);
+                }
+                tll_seen = true;
+                if icmp_type == ND_NA {
+                    key.nd_tll.copy_from_slice(mac);
+                }
+            }
+            _ => {}
+        }
+        off += len;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::Layout;
+    use proptest::prelude::*;
+
+    const DST: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x0b];
+    const SRC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x0a];
+
+    /// Ethernet header: DST, SRC, EtherType.
+    fn eth(ty: u16) -> Vec<u8> {
+        let mut p = Vec::new();
+        p.extend_from_slice(&DST);
+        p.extend_from_slice(&SRC);
+        p.extend_from_slice(&ty.to_be_bytes());
+        p
+    }
+
+    /// IPv4 header 10.0.0.1 -> 10.0.0.2, TTL 64, DSCP 46 ECN 1, given options and payload.
+    fn ipv4(proto: u8, frag_field: u16, options: &[u8], payload: &[u8]) -> Vec<u8> {
+        let ihl = 5 + options.len() / 4;
+        let total = (ihl * 4 + payload.len()) as u16;
+        let mut h = vec![0x40 | ihl as u8, (46 << 2) | 1];
+        h.extend_from_slice(&total.to_be_bytes());
+        h.extend_from_slice(&[0x12, 0x34]);
+        h.extend_from_slice(&frag_field.to_be_bytes());
+        h.extend_from_slice(&[64, proto, 0, 0]);
+        h.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        h.extend_from_slice(options);
+        h.extend_from_slice(payload);
+        h
+    }
+
+    /// IPv6 header ::1 -> ::2 (prefix fe80), TC 0xb9, flow label 0x12345, hop limit 255.
+    fn ipv6(nh: u8, payload: &[u8]) -> Vec<u8> {
+        let mut h = vec![0x6b, 0x91, 0x23, 0x45];
+        h.extend_from_slice(&(payload.len() as u16).to_be_bytes());
+        h.extend_from_slice(&[nh, 255]);
+        h.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        h.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        h.extend_from_slice(payload);
+        h
+    }
+
+    fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+        let mut h = Vec::new();
+        h.extend_from_slice(&sport.to_be_bytes());
+        h.extend_from_slice(&dport.to_be_bytes());
+        h.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+        h.extend_from_slice(&[0, 0]);
+        h.extend_from_slice(payload);
+        h
+    }
+
+    fn tcp(sport: u16, dport: u16, data_offset: u8) -> Vec<u8> {
+        let mut h = Vec::new();
+        h.extend_from_slice(&sport.to_be_bytes());
+        h.extend_from_slice(&dport.to_be_bytes());
+        h.extend_from_slice(&[
+            0,
+            0,
+            0,
+            1,
+            0,
+            0,
+            0,
+            0,
+            data_offset << 4,
+            0x02,
+            0xff,
+            0xff,
+            0,
+            0,
+            0,
+            0,
+        ]);
+        h.resize(usize::from(data_offset).max(5) * 4, 0);
+        h
+    }
+
+    fn cat(parts: &[&[u8]]) -> Vec<u8> {
+        parts.concat()
+    }
+
+    fn parsed(pkt: &[u8]) -> (FlowKey, ParseOutcome) {
+        let mut k = FlowKey::default();
+        let r = parse(pkt, 7, &mut k);
+        (k, r)
+    }
+
+    fn udp4_frame() -> Vec<u8> {
+        cat(&[&eth(0x0800), &ipv4(17, 0, &[], &udp(1234, 53, &[0xab; 22]))])
+    }
+
+    #[test]
+    fn ipv4_udp_fills_every_layer() {
+        let p = udp4_frame();
+        assert_eq!(p.len(), 64);
+        let (k, r) = parsed(&p);
+        assert_eq!(r, Ok(()));
+        assert_eq!((k.in_port, k.in_phy_port), (7, 7));
+        assert_eq!((k.eth_dst, k.eth_src, k.eth_type), (DST, SRC, 0x0800));
+        assert_eq!((k.vlan_vid, k.vlan_pcp), (0, 0));
+        assert_eq!((k.ip_dscp, k.ip_ecn, k.ip_proto), (46, 1, 17));
+        assert_eq!((k.ipv4_src, k.ipv4_dst), (0x0a00_0001, 0x0a00_0002));
+        assert_eq!((k.tp_src, k.tp_dst), (1234, 53));
+        let l = k.layout;
+        assert_eq!(
+            (l.vlan, l.eth_type, l.l3, l.l4, l.l3_end),
+            (NO_OFFSET, 12, 14, 34, 64)
+        );
+        assert_eq!((l.ip_ttl, l.frag, l.depth), (64, 0, ParseDepth::L4));
+    }
+
+    #[test]
+    fn staged_parse_stops_at_depth_and_resumes_to_the_same_key() {
+        let p = udp4_frame();
+        let mut k = FlowKey::default();
+        assert_eq!(parse_to(&p, 7, ParseDepth::L2, &mut k), Ok(()));
+        assert_eq!(
+            (k.eth_type, k.ip_proto, k.ipv4_src, k.tp_src),
+            (0x0800, 0, 0, 0)
+        );
+        assert_eq!(k.layout.depth, ParseDepth::L2);
+        assert_eq!(parse_deeper(&p, ParseDepth::L3, &mut k), Ok(()));
+        assert_eq!((k.ip_proto, k.tp_dst), (17, 0));
+        assert_eq!(parse_deeper(&p, ParseDepth::L4, &mut k), Ok(()));
+        assert_eq!(k, parsed(&p).0);
+    }
+
+    #[test]
+    fn vlan_tag_gives_outer_vid_and_pcp() {
+        let mut p = eth(0x8100);
+        p.extend_from_slice(&[0xa0, 0x64, 0x08, 0x00]); // PCP 5, VID 100
+        p.extend_from_slice(&ipv4(17, 0, &[], &udp(1, 2, &[])));
+        let (k, r) = parsed(&p);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            (k.vlan_vid, k.vlan_pcp, k.eth_type),
+            (0x1000 | 100, 5, 0x0800)
+        );
+        assert_eq!(
+            (k.layout.vlan, k.layout.eth_type, k.layout.l3),
+            (12, 16, 18)
+        );
+        assert_eq!((k.layout.vlan_tags, k.tp_dst), (1, 2));
+    }
+
+    #[test]
+    fn qinq_matches_the_outer_tag() {
+        let mut p = eth(0x88a8);
+        p.extend_from_slice(&[0x20, 0x0a, 0x81, 0x00]); // S-tag PCP 1 VID 10
+        p.extend_from_slice(&[0x00, 0x14, 0x08, 0x06]); // C-tag VID 20, then ARP
+        p.extend_from_slice(&[0, 1, 8, 0, 6, 4, 0, 1]);
+        p.extend_from_slice(&SRC);
+        p.extend_from_slice(&[192, 168, 0, 1]);
+        p.extend_from_slice(&[0; 6]);
+        p.extend_from_slice(&[192, 168, 0, 9]);
+        let (k, r) = parsed(&p);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            (k.vlan_vid, k.vlan_pcp, k.layout.vlan_tags),
+            (0x1000 | 10, 1, 2)
+        );
+        assert_eq!(
+            (k.eth_type, k.layout.eth_type, k.layout.l3),
+            (0x0806, 20, 22)
+        );
+        assert_eq!(
+            (k.arp_op, k.arp_spa, k.arp_tpa),
+            (1, 0xc0a8_0001, 0xc0a8_0009)
+        );
+        assert_eq!((k.arp_sha, k.arp_tha), (SRC, [0; 6]));
+    }
+
+    #[test]
+    fn arp_of_other_hardware_has_no_arp_fields() {
+        let mut p = eth(0x0806);
+        p.extend_from_slice(&[0, 6, 8, 0, 6, 4, 0, 2]);
+        p.resize(14 + 28, 0x11);
+        let (k, r) = parsed(&p);
+        assert_eq!((r, k.arp_op, k.arp_spa), (Ok(()), 0, 0));
+        assert_eq!(parsed(&p[..41]).1, Err(ParseError::TruncatedArp));
+    }
+
+    #[test]
+    fn mpls_stack_top_label_and_payload_offset() {
+        let mut p = eth(0x8847);
+        p.extend_from_slice(&[0x00, 0x01, 0x4a, 0x40]); // label 20, TC 5, BOS 0, TTL 64
+        p.extend_from_slice(&[0x00, 0x02, 0x00, 0x3f]); // label 32, BOS 0
+        p.extend_from_slice(&[0x00, 0x03, 0x01, 0x3e]); // label 48, BOS 1
+        p.extend_from_slice(&ipv4(17, 0, &[], &udp(1, 2, &[])));
+        let (k, r) = parsed(&p);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            (k.eth_type, k.mpls_label, k.mpls_tc, k.mpls_bos),
+            (0x8847, 20, 5, 0)
+        );
+        assert_eq!(
+            (k.layout.mpls, k.layout.mpls_ttl, k.layout.l3),
+            (14, 64, 26)
+        );
+        assert_eq!((k.ip_proto, k.ipv4_src), (0, 0), "no IP fields under MPLS");
+        let (k, r) = parsed(&p[..22]);
+        assert_eq!((r, k.mpls_label), (Err(ParseError::TruncatedMpls), 20));
+    }
+
+    #[test]
+    fn pbb_isid() {
+        let mut p = eth(0x88a8);
+        p.extend_from_slice(&[0x00, 0x05, 0x88, 0xe7]); // B-tag VID 5
+        p.extend_from_slice(&[0x40, 0xab, 0xcd, 0xef]); // I-TAG I-SID 0xabcdef
+        p.extend_from_slice(&eth(0x0800));
+        let (k, r) = parsed(&p);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            (k.eth_type, k.pbb_isid, k.vlan_vid),
+            (0x88e7, 0xabcdef, 0x1005)
+        );
+        assert_eq!((k.layout.pbb, k.layout.l3), (18, 22));
+        assert_eq!(parsed(&p[..20]).1, Err(ParseError::TruncatedPbb));
+    }
+
+    #[test]
+    fn llc_snap_and_plain_8023() {
+        let mut snap = eth(60);
+        snap.extend_from_slice(&[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+        snap.extend_from_slice(&ipv4(1, 0, &[], &[8, 0, 0, 0]));
+        let (k, r) = parsed(&snap);
+        assert_eq!(
+            (r, k.eth_type, k.layout.l3, k.icmp_type),
+            (Ok(()), 0x0800, 22, 8)
+        );
+        let mut llc = eth(40);
+        llc.extend_from_slice(&[0x42, 0x42, 0x03, 0, 0, 0, 0, 0]);
+        assert_eq!(parsed(&llc).0.eth_type, ETH_TYPE_NOT_ETH);
+    }
+
+    #[test]
+    fn ipv4_options_and_tcp() {
+        let p = cat(&[
+            &eth(0x0800),
+            &ipv4(6, 0, &[0x94, 4, 0, 0, 1, 1, 1, 0], &tcp(80, 4321, 6)),
+        ]);
+        let (k, r) = parsed(&p);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            (k.layout.l4, k.tp_src, k.tp_dst, k.ip_proto),
+            (42, 80, 4321, 6)
+        );
+        let bad = cat(&[&eth(0x0800), &ipv4(6, 0, &[], &tcp(80, 1, 4))]);
+        let (k, r) = parsed(&bad);
+        assert_eq!((r, k.tp_src), (Err(ParseError::BadTcpOffset), 80));
+        let mut short = cat(&[&eth(0x0800), &ipv4(6, 0, &[], &tcp(80, 1, 15))]);
+        short.truncate(14 + 20 + 24);
+        short[16..18].copy_from_slice(&44u16.to_be_bytes());
+        assert_eq!(parsed(&short).1, Err(ParseError::TruncatedTcp));
+    }
+
+    #[test]
+    fn ipv4_fragments() {
+        let first = cat(&[&eth(0x0800), &ipv4(17, 0x2000, &[], &udp(5, 6, &[0; 8]))]);
+        let (k, r) = parsed(&first);
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            (k.layout.frag, k.tp_src, k.tp_dst),
+            (frag::IS_FRAGMENT, 5, 6)
+        );
+        let later = cat(&[&eth(0x0800), &ipv4(17, 0x0003, &[], &udp(5, 6, &[0; 8]))]);
+        let (k, r) = parsed(&later);
+        assert_eq!(r, Ok(()));
+        assert_eq!(k.layout.frag, frag::IS_FRAGMENT | frag::LATER);
+        assert_eq!((k.ip_proto, k.tp_src, k.layout.l4), (17, 0, NO_OFFSET));
+        let df = cat(&[&eth(0x0800), &ipv4(17, 0x4000, &[], &udp(5, 6, &[]))]);
+        assert_eq!(parsed(&df).0.layout.frag, 0, "DF alone is not a fragment");
+    }
+
+    #[test]
+    fn ipv4_total_length_bounds_l4_and_ignores_padding() {
+        let mut p = cat(&[&eth(0x0800), &ipv4(17, 0, &[], &udp(1, 2, &[]))]);
+        p.resize(60, 0xee);
+        let (k, r) = parsed(&p);
+        assert_eq!((r, k.layout.l3_end, k.tp_dst), (Ok(()), 42, 2));
+        let mut cut = p.clone();
+        cut[16..18].copy_from_slice(&24u16.to_be_bytes());
+        assert_eq!(parsed(&cut).1, Err(ParseError::TruncatedUdp));
+        let mut long = p.clone();
+        long[16..18].copy_from_slice(&100u16.to_be_bytes());
+        let (k, r) = parsed(&long);
+        assert_eq!((r, k.ipv4_src), (Err(ParseError::TruncatedIpv4), 0));
+    }
+
+    #[test]
+    fn malformed_ipv4_headers() {
+        let good = cat(&[&eth(0x0800), &ipv4(17, 0, &[], &udp(1, 2, &[]))]);
+        let mut v = good.clone();
+        v[14] = 0x65;
+        assert_eq!(parsed(&v).1, Err(ParseError::BadIpVersion));
+        let mut ihl = good.clone();
+        ihl[14] = 0x44;
+        assert_eq!(parsed(&ihl).1, Err(ParseError::BadIpv4HeaderLen));
+        let mut tot = good.clone();
+        tot[16..18].copy_from_slice(&19u16.to_be_bytes());
+        assert_eq!(parsed(&tot).1, Err(ParseError::BadIpv4TotalLen));
+        let mut opts = good;
+        opts[14] = 0x4f;
+        opts[16..18].copy_from_slice(&60u16.to_be_bytes());
+        assert_eq!(parsed(&opts).1, Err(ParseError::TruncatedIpv4));
+    }
+
+    /// Extension header with next header `nh` and `len8` extra 8-octet units.
+    fn ext(nh: u8, len8: u8) -> Vec<u8> {
+        let mut h = vec![nh, len8];
+        h.resize(8 + usize::from(len8) * 8, 0);
+        h
+    }
+
+    fn frag_hdr(nh: u8, offset8: u16, more: bool) -> Vec<u8> {
+        let f = (offset8 << 3) | u16::from(more);
+        let mut h = vec![nh, 0];
+        h.extend_from_slice(&f.to_be_bytes());
+        h.extend_from_slice(&[0, 0, 0, 9]);
+        h
+    }
+
+    #[test]
+    fn ipv6_extension_chain_to_tcp() {
+        let payload = cat(&[
+            &ext(43, 0),
+            &ext(44, 1),
+            &frag_hdr(60, 0, true),
+            &ext(6, 0),
+            &tcp(22, 999, 5),
+        ]);
+        let p = cat(&[&eth(0x86dd), &ipv6(0, &payload)]);
+        let (k, r) = parsed(&p);
+        assert_eq!(r, Ok(()));
+        let want = exthdr::HOP | exthdr::ROUTER | exthdr::FRAG | exthdr::DEST;
+        assert_eq!(k.ipv6_exthdr, want);
+        assert_eq!((k.ip_proto, k.tp_src, k.tp_dst), (6, 22, 999));
+        assert_eq!(
+            (k.ip_dscp, k.ip_ecn, k.ipv6_flabel),
+            (0xb9 >> 2, 1, 0x12345)
+        );
+        assert_eq!(k.ipv6_src[15], 1);
+        assert_eq!(k.ipv6_dst[15], 2);
+        assert_eq!(k.layout.l4, 14 + 40 + 8 + 16 + 8 + 8);
+        assert_eq!((k.layout.frag, k.layout.ip_ttl), (frag::IS_FRAGMENT, 255));
+    }
+
+    #[test]
+    fn ipv6_auth_esp_nonext_and_later_fragment() {
+        let mut ah = vec![17, 4, 0, 0];
+        ah.resize(24, 0); // (4 + 2) * 4 bytes
+        let p = cat(&[&eth(0x86dd), &ipv6(51, &cat(&[&ah, &udp(7, 8, &[])]))]);
+        let (k, r) = parsed(&p);
+        assert_eq!(
+            (r, k.ipv6_exthdr, k.ip_proto, k.tp_dst),
+            (Ok(()), exthdr::AUTH, 17, 8)
+        );
+
+        let esp = cat(&[&eth(0x86dd), &ipv6(50, &[0; 16])]);
+        let (k, r) = parsed(&esp);
+        assert_eq!(
+            (r, k.ipv6_exthdr, k.ip_proto, k.layout.l4),
+            (Ok(()), exthdr::ESP, 50, NO_OFFSET)
+        );
+
+        let nonext = cat(&[&eth(0x86dd), &ipv6(60, &ext(59, 0))]);
+        let (k, r) = parsed(&nonext);
+        assert_eq!(
+            (r, k.ipv6_exthdr, k.ip_proto),
+            (Ok(()), exthdr::DEST | exthdr::NONEXT, 59)
+        );
+
+        let later = cat(&[
+            &eth(0x86dd),
+            &ipv6(44, &cat(&[&frag_hdr(17, 100, false), &udp(1, 2, &[])])),
+        ]);
+        let (k, r) = parsed(&later);
+        assert_eq!((r, k.ip_proto, k.tp_src), (Ok(()), 17, 0));
+        assert_eq!(k.layout.frag, frag::IS_FRAGMENT | frag::LATER);
+    }
+
+    #[test]
+    fn ipv6_unexpected_repeats_and_sequence() {
+        let rep = cat(&[
+            &eth(0x86dd),
+            &ipv6(0, &cat(&[&ext(0, 0), &ext(17, 0), &udp(1, 2, &[])])),
+        ]);
+        let k = parsed(&rep).0;
+        assert_eq!(k.ipv6_exthdr, exthdr::HOP | exthdr::UNREP | exthdr::UNSEQ);
+        assert_eq!(k.tp_dst, 2);
+        let seq = cat(&[
+            &eth(0x86dd),
+            &ipv6(43, &cat(&[&ext(0, 0), &ext(17, 0), &udp(1, 2, &[])])),
+        ]);
+        assert_eq!(
+            parsed(&seq).0.ipv6_exthdr,
+            exthdr::HOP | exthdr::ROUTER | exthdr::UNSEQ
+        );
+        let two_dest = cat(&[
+            &eth(0x86dd),
+            &ipv6(60, &cat(&[&ext(60, 0), &ext(17, 0), &udp(1, 2, &[])])),
+        ]);
+        assert_eq!(parsed(&two_dest).0.ipv6_exthdr, exthdr::DEST);
+        let three = cat(&[
+            &eth(0x86dd),
+            &ipv6(60, &cat(&[&ext(60, 0), &ext(60, 0), &ext(17, 0)])),
+        ]);
+        assert_eq!(parsed(&three).0.ipv6_exthdr, exthdr::DEST | exthdr::UNREP);
+    }
+
+    #[test]
+    fn ipv6_bounds() {
+        let long_chain: Vec<u8> = (0..20).flat_map(|_| ext(60, 0)).collect();
+        let p = cat(&[&eth(0x86dd), &ipv6(60, &long_chain)]);
+        assert_eq!(parsed(&p).1, Err(ParseError::Ipv6ExtChainTooLong));
+        let mut cut = cat(&[&eth(0x86dd), &ipv6(0, &ext(17, 2))]);
+        cut[18..20].copy_from_slice(&16u16.to_be_bytes());
+        cut.truncate(14 + 40 + 16);
+        assert_eq!(parsed(&cut).1, Err(ParseError::TruncatedIpv6Ext));
+        let mut v = cat(&[&eth(0x86dd), &ipv6(17, &udp(1, 2, &[]))]);
+        v[14] = 0x4b;
+        assert_eq!(parsed(&v).1, Err(ParseError::BadIpVersion));
+        let p = cat(&[&eth(0x86dd), &ipv6(17, &udp(1, 2, &[]))]);
+        assert_eq!(parsed(&p[..p.len() - 1]).1, Err(ParseError::TruncatedIpv6));
+    }
+
+    #[test]
+    fn sctp_and_icmpv4() {
+        let mut sctp = vec![0x0b, 0xb8, 0x0f, 0xa0];
+        sctp.resize(12, 0);
+        let p = cat(&[&eth(0x0800), &ipv4(132, 0, &[], &sctp)]);
+        let (k, r) = parsed(&p);
+        assert_eq!((r, k.tp_src, k.tp_dst), (Ok(()), 3000, 4000));
+        assert_eq!(parsed(&p[..p.len() - 1]).1, Err(ParseError::TruncatedIpv4));
+        let short = cat(&[&eth(0x0800), &ipv4(132, 0, &[], &sctp[..11])]);
+        assert_eq!(parsed(&short).1, Err(ParseError::TruncatedSctp));
+
+        let p = cat(&[
+            &eth(0x0800),
+            &ipv4(1, 0, &[], &[11, 0, 0xf4, 0xff, 0, 0, 0, 0]),
+        ]);
+        let (k, r) = parsed(&p);
+        assert_eq!((r, k.icmp_type, k.icmp_code, k.tp_src), (Ok(()), 11, 0, 0));
+    }
+
+    fn nd(icmp_type: u8, options: &[u8]) -> Vec<u8> {
+        let mut h = vec![icmp_type, 0, 0, 0, 0x60, 0, 0, 0];
+        h.extend_from_slice(&[
+            0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x42,
+        ]);
+        h.extend_from_slice(options);
+        cat(&[&eth(0x86dd), &ipv6(58, &h)])
+    }
+
+    #[test]
+    fn icmpv6_neighbor_discovery() {
+        let sll = [1, 1, 0x02, 0, 0, 0, 0, 0x0a];
+        let tll = [2, 1, 0x02, 0, 0, 0, 0, 0x0b];
+        let nonce = [14, 1, 1, 2, 3, 4, 5, 6];
+        let (k, r) = parsed(&nd(135, &cat(&[&nonce, &sll])));
+        assert_eq!((r, k.icmp_type, k.ip_proto), (Ok(()), 135, 58));
+        assert_eq!(
+            (k.nd_target[0], k.nd_target[15], k.nd_sll, k.nd_tll),
+            (0x20, 0x42, SRC, [0; 6])
+        );
+        let (k, r) = parsed(&nd(136, &tll));
+        assert_eq!((r, k.nd_tll, k.nd_sll), (Ok(()), DST, [0; 6]));
+
+        let (k, r) = parsed(&nd(135, &cat(&[&sll, &sll])));
+        assert_eq!(
+            (r, k.nd_target, k.nd_sll),
+            (Err(ParseError::BadNdOption), [0; 16], [0; 6])
+        );
+        assert_eq!(
+            parsed(&nd(135, &[1, 0, 0, 0, 0, 0, 0, 0])).1,
+            Err(ParseError::BadNdOption)
+        );
+        assert_eq!(
+            parsed(&nd(135, &[1, 2, 0, 0, 0, 0, 0, 0])).1,
+            Err(ParseError::TruncatedNd)
+        );
+        assert_eq!(parsed(&nd(135, &[1])).1, Err(ParseError::TruncatedNd));
+        let p = nd(135, &[]);
+        let mut short = p[..p.len() - 1].to_vec();
+        short[18..20].copy_from_slice(&23u16.to_be_bytes());
+        assert_eq!(parsed(&short).1, Err(ParseError::TruncatedNd));
+
+        let echo = cat(&[&eth(0x86dd), &ipv6(58, &[128, 0, 0, 0, 0, 1, 0, 1])]);
+        let (k, r) = parsed(&echo);
+        assert_eq!((r, k.icmp_type, k.nd_target), (Ok(()), 128, [0; 16]));
+    }
+
+    fn offsets_within(layout: &Layout, len: usize) -> bool {
+        [
+            layout.vlan,
+            layout.eth_type,
+            layout.pbb,
+            layout.mpls,
+            layout.l3,
+            layout.l4,
+            layout.l3_end,
+        ]
+        .iter()
+        .all(|&o| o == NO_OFFSET || usize::from(o) <= len)
+    }
+
+    fn sample_frames() -> Vec<Vec<u8>> {
+        let mut vlan = eth(0x8100);
+        vlan.extend_from_slice(&[0, 5, 0x86, 0xdd]);
+        vlan.extend_from_slice(&ipv6(6, &tcp(1, 2, 5)));
+        vec![
+            udp4_frame(),
+            vlan,
+            cat(&[&eth(0x0800), &ipv4(6, 0, &[1, 1, 1, 0], &tcp(80, 1, 6))]),
+            cat(&[
+                &eth(0x86dd),
+                &ipv6(
+                    0,
+                    &cat(&[
+                        &ext(43, 0),
+                        &ext(44, 0),
+                        &frag_hdr(17, 0, true),
+                        &udp(1, 2, &[]),
+                    ]),
+                ),
+            ]),
+            nd(135, &[1, 1, 2, 0, 0, 0, 0, 0x0a]),
+            cat(&[&eth(0x8847), &[0, 1, 0x41, 64]]),
+        ]
+    }
+
+    #[test]
+    fn every_truncation_is_safe_and_reported() {
+        for frame in sample_frames() {
+            let (full, r) = parsed(&frame);
+            assert_eq!(r, Ok(()));
+            for n in 0..frame.len() {
+                let (k, r) = parsed(&frame[..n]);
+                assert!(offsets_within(&k.layout, n), "len {n}: {:?}", k.layout);
+                if n < 14 {
+                    assert_eq!(r, Err(ParseError::TruncatedEthernet));
+                }
+                if r.is_ok() {
+                    assert_ne!(k, full, "a cut frame that parses cleanly must differ ({n})");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stats_count_by_reason() {
+        let mut s = ParseStats::default();
+        s.record(Ok(()));
+        s.record(Err(ParseError::TruncatedUdp));
+        s.record(Err(ParseError::TruncatedUdp));
+        let mut t = ParseStats::default();
+        t.record(Err(ParseError::BadNdOption));
+        s.merge(&t);
+        assert_eq!((s.packets, s.malformed()), (4, 3));
+        assert_eq!(s.count(ParseError::TruncatedUdp), 2);
+        assert_eq!(
+            ParseError::ALL[ParseError::BadNdOption as usize],
+            ParseError::BadNdOption
+        );
+        assert_eq!(ParseError::TruncatedUdp.name(), "TruncatedUdp");
+    }
+
+    #[test]
+    fn oversized_frame_is_refused() {
+        let big = vec![0u8; 70_000];
+        assert_eq!(parsed(&big).1, Err(ParseError::FrameTooLong));
+    }
+
+    fn header_prefix() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            Just(Vec::new()),
+            Just(eth(0x0800)),
+            Just(eth(0x86dd)),
+            Just(eth(0x8100)),
+            Just(eth(0x8847)),
+            Just(eth(0x0806)),
+            Just(cat(&[
+                &eth(0x0800),
+                &[0x45, 0, 0x05, 0xdc, 0, 0, 0, 0, 64, 6]
+            ])),
+            Just(cat(&[&eth(0x86dd), &[0x60, 0, 0, 0, 0x05, 0xdc]])),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(prefix in header_prefix(), tail in prop::collection::vec(any::<u8>(), 0..300)) {
+            let frame = cat(&[&prefix, &tail]);
+            let (k, _) = parsed(&frame);
+            prop_assert!(offsets_within(&k.layout, frame.len()));
+            let mut staged = FlowKey::default();
+            let _ = parse_to(&frame, 7, ParseDepth::L2, &mut staged);
+            let _ = parse_deeper(&frame, ParseDepth::L4, &mut staged);
+            prop_assert_eq!(staged, k);
+        }
+
+        #[test]
+        fn bytes_past_the_end_are_never_read(frame in prop::collection::vec(any::<u8>(), 0..200), n in 0usize..200, fill in any::<u8>()) {
+            let n = n.min(frame.len());
+            let mut other = frame.clone();
+            other[n..].fill(fill);
+            prop_assert_eq!(parsed(&frame[..n]), parsed(&other[..n]));
+        }
+    }
+}

@@ -1,0 +1,666 @@
+//! The OpenFlow 1.3 pipeline (spec section 5): tables, instructions, the action set, outputs.
+//!
+//! A batch moves through the tables stage by stage: goto-table only goes forward, so the
+//! datapath repeatedly takes the lowest table any live packet is waiting at, classifies all
+//! those packets together (one batched, prefetching lookup), and runs their instructions.
+//! Packet-out and InSP-generated packets, which arrive one at a time, use the same instruction
+//! code with a single-packet lookup.
+
+use crate::actions::{self, ActionSet, Frame, InvalidTtl};
+use crate::batch::{PacketBatch, PacketInEvent, PacketInReason, PacketSink, NO_BUFFER};
+use crate::classifier::{LookupScratch, Words, NO_RULE};
+use crate::counters::ShardLease;
+use crate::datapath::{FlowId, FragHandling, Shared};
+use crate::group;
+use crate::ir::{port, Action, Instruction, NO_BUFFER_MAX_LEN};
+use crate::key::{frag, Field, FieldValue, FlowKey, ParseDepth};
+use crate::meter::{increase_drop_precedence, MeterVerdict};
+use crate::normal::{Forward, TagOp};
+use crate::parse::{parse_to, ParseStats};
+use crate::state::{FlowEntry, PortEntry, State};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Headroom of the copy buffers (group buckets, packet-out, InSP).
+const COPY_HEADROOM: usize = crate::batch::DEFAULT_HEADROOM;
+/// Nesting budget for groups, OUTPUT TABLE and InSP inside each other.
+const MAX_DEPTH: u8 = 6;
+/// Copy buffers per reader: one per nesting level plus one.
+const POOL_SIZE: usize = MAX_DEPTH as usize + 2;
+/// Most buckets one group executes.
+const MAX_BUCKETS: usize = 64;
+
+/// Drops counted locally during a batch, flushed to [`Shared`] once.
+#[derive(Debug, Default)]
+struct Drops {
+    malformed: u64,
+    no_match: u64,
+    invalid_ttl: u64,
+    meter: u64,
+    insp_failed: u64,
+    other: u64,
+}
+
+/// A reader's preallocated per-batch working memory.
+#[derive(Debug)]
+pub(crate) struct Scratch {
+    keys: Vec<FlowKey>,
+    sets: Vec<ActionSet>,
+    frames: Vec<(usize, usize)>,
+    at: Vec<u8>,
+    live: Vec<bool>,
+    sel: Vec<u16>,
+    slots: Vec<u32>,
+    lookup: LookupScratch,
+    parse: ParseStats,
+    pool: Vec<Vec<u8>>,
+    table_hits: Vec<(u64, u64)>,
+    drops: Drops,
+}
+
+impl Scratch {
+    pub fn new(max_frame: usize) -> Self {
+        const RESERVE: usize = 256;
+        Scratch {
+            keys: Vec::with_capacity(RESERVE),
+            sets: Vec::with_capacity(RESERVE),
+            frames: Vec::with_capacity(RESERVE),
+            at: Vec::with_capacity(RESERVE),
+            live: Vec::with_capacity(RESERVE),
+            sel: Vec::with_capacity(RESERVE),
+            slots: Vec::with_capacity(RESERVE),
+            lookup: LookupScratch::default(),
+            parse: ParseStats::default(),
+            pool: (0..POOL_SIZE).map(|_| vec![0; COPY_HEADROOM + max_frame]).collect(),
+            table_hits: Vec::new(),
+            drops: Drops::default(),
+        }
+    }
+
+    pub fn parse_stats(&self) -> &ParseStats {
+        &self.parse
+    }
+}
+
+/// Where a packet is in the pipeline, for packet-ins and port checks.
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    in_port: u32,
+    table: u8,
+    flow: Option<FlowId>,
+    table_miss: bool,
+    queue: Option<u32>,
+}
+
+/// What the rest of the pipeline should do with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Continue,
+    Drop,
+}
+
+/// Everything action execution needs besides the packet itself.
+struct Env<'a, S> {
+    state: &'a State,
+    shared: &'a Shared,
+    lease: &'a ShardLease,
+    now: u64,
+    sink: &'a mut S,
+    pool: &'a mut Vec<Vec<u8>>,
+    drops: &'a mut Drops,
+    parse: &'a mut ParseStats,
+    depth: u8,
+}
+
+fn flush(shared: &Shared, drops: &mut Drops, table_hits: &mut [(u64, u64)]) {
+    let d = &shared.drops;
+    for (counter, n) in [
+        (&d.malformed, drops.malformed),
+        (&d.no_match, drops.no_match),
+        (&d.invalid_ttl, drops.invalid_ttl),
+        (&d.meter, drops.meter),
+        (&d.insp_failed, drops.insp_failed),
+        (&d.other, drops.other),
+    ] {
+        if n != 0 {
+            counter.fetch_add(n, Relaxed);
+        }
+    }
+    *drops = Drops::default();
+    for (t, hits) in table_hits.iter_mut().enumerate() {
+        if hits.0 != 0 {
+            if let Some(c) = shared.tables.get(t) {
+                c.add(hits.0, hits.1);
+            }
+            *hits = (0, 0);
+        }
+    }
+}
+
+static ZERO_WORDS: Words = [0; crate::key::KEY_WORDS];
+
+/// Runs a batch through the pipeline.
+pub(crate) fn process<S: PacketSink>(
+    state: &State,
+    shared: &Shared,
+    lease: &ShardLease,
+    scratch: &mut Scratch,
+    now: u64,
+    batch: &mut PacketBatch,
+    sink: &mut S,
+) {
+    let n = batch.len();
+    let depth = state.parse_depth();
+    let Scratch { keys, sets, frames, at, live, sel, slots, lookup, parse, pool, table_hits, drops } = scratch;
+    keys.resize(n, FlowKey::default());
+    sets.resize_with(n, ActionSet::default);
+    frames.resize(n, (0, 0));
+    at.clear();
+    at.resize(n, 0);
+    live.clear();
+    live.resize(n, false);
+    slots.resize(n, NO_RULE);
+    table_hits.resize(state.tables.len(), (0, 0));
+
+    let mut last_port: Option<(u32, Option<&PortEntry>)> = None;
+    for i in 0..n {
+        let (Some(slot), Some((buf, start, len)), Some(key), Some(set)) = (batch.slot(i), batch.buffer_mut(i), keys.get_mut(i), sets.get_mut(i))
+        else {
+            continue;
+        };
+        let in_port = slot.in_port;
+        let port = match last_port {
+            Some((p, e)) if p == in_port => e,
+            _ => {
+                let e = state.ports.get(&in_port);
+                last_port = Some((in_port, e));
+                e
+            }
+        };
+        if let Some(p) = port {
+            p.counters.rx.add(lease, 1, len as u64);
+            if p.info.config.no_recv || p.info.config.down {
+                p.counters.rx_dropped.add(lease, 1, len as u64);
+                drops.other += 1;
+                continue;
+            }
+        }
+        let outcome = parse_to(buf.get(start..start + len).unwrap_or(&[]), in_port, depth, key);
+        parse.record(outcome);
+        if outcome.is_err() {
+            drops.malformed += 1;
+            continue;
+        }
+        if state.config.frag == FragHandling::Drop && key.layout.frag & frag::IS_FRAGMENT != 0 {
+            drops.other += 1;
+            continue;
+        }
+        set.clear();
+        if let (Some(f), Some(l)) = (frames.get_mut(i), live.get_mut(i)) {
+            *f = (start, len);
+            *l = true;
+        }
+    }
+
+    let mut env = Env { state, shared, lease, now, sink, pool, drops, parse, depth: MAX_DEPTH };
+    while let Some(table_id) = live.iter().zip(at.iter()).filter(|(l, _)| **l).map(|(_, t)| *t).min() {
+        sel.clear();
+        sel.extend((0..n).filter(|&i| live.get(i) == Some(&true) && at.get(i) == Some(&table_id)).map(|i| i as u16));
+        let Some(table) = state.table(table_id) else {
+            for &i in sel.iter() {
+                if let Some(l) = live.get_mut(usize::from(i)) {
+                    *l = false;
+                }
+            }
+            env.drops.other += sel.len() as u64;
+            continue;
+        };
+        table.lookup_batch(
+            sel.len(),
+            |k| sel.get(k).and_then(|&i| keys.get(usize::from(i))).map_or(&ZERO_WORDS, FlowKey::words),
+            slots,
+            lookup,
+        );
+        let mut matched = 0u64;
+        for (k, &i) in sel.iter().enumerate() {
+            let i = usize::from(i);
+            let rule = slots.get(k).and_then(|&s| table.rule(s));
+            let (Some(l), Some(key), Some(set), Some(fr), Some((buf, _, _))) =
+                (live.get_mut(i), keys.get_mut(i), sets.get_mut(i), frames.get_mut(i), batch.buffer_mut(i))
+            else {
+                continue;
+            };
+            let Some(rule) = rule else {
+                *l = false;
+                env.drops.no_match += 1;
+                continue;
+            };
+            matched += 1;
+            let entry = &rule.payload;
+            entry.counters.hit(lease, fr.1 as u64, now);
+            let mut frame = Frame { buf, start: fr.0, len: fr.1 };
+            let next = run_entry(&mut env, &mut frame, key, set, entry, table_id);
+            *fr = (frame.start, frame.len);
+            match next {
+                Some(g) if g > table_id => {
+                    if let Some(a) = at.get_mut(i) {
+                        *a = g;
+                    }
+                }
+                _ => *l = false,
+            }
+        }
+        if let Some(h) = table_hits.get_mut(usize::from(table_id)) {
+            h.0 += sel.len() as u64;
+            h.1 += matched;
+        }
+    }
+    flush(shared, drops, table_hits);
+}
+
+/// Runs a matched entry's instructions; returns the table to continue at, or `None` when the
+/// packet is finished (action set executed, or dropped).
+fn run_entry<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    set: &mut ActionSet,
+    entry: &FlowEntry,
+    table: u8,
+) -> Option<u8> {
+    let mut meta = Meta { in_port: key.in_port, table, flow: Some(entry.id), table_miss: entry.table_miss, queue: None };
+    let mut goto = None;
+    for ins in entry.instructions.iter() {
+        match ins {
+            Instruction::Meter(id) => {
+                let Some(meter) = env.state.meters.get(id) else { continue };
+                match meter.apply(env.now, frame.len) {
+                    MeterVerdict::Pass => {}
+                    MeterVerdict::Drop => {
+                        env.drops.meter += 1;
+                        return None;
+                    }
+                    MeterVerdict::RemarkDscp { prec_level } => {
+                        if key.eth_type == 0x0800 || key.eth_type == 0x86dd {
+                            let dscp = increase_drop_precedence(key.ip_dscp, prec_level);
+                            actions::set_field(frame, key, Field::IpDscp, FieldValue::from(dscp));
+                        }
+                    }
+                }
+            }
+            Instruction::ApplyActions(list) => {
+                if apply_list(env, frame, key, &mut meta, list) == Verdict::Drop {
+                    return None;
+                }
+            }
+            Instruction::Insp { template_id, actions } => insp(env, frame, key, &meta, *template_id, actions),
+            Instruction::ClearActions => set.clear(),
+            Instruction::WriteActions(list) => set.write(list),
+            Instruction::WriteMetadata { value, mask } => key.metadata = (key.metadata & !mask) | (value & mask),
+            Instruction::GotoTable(t) => goto = Some(*t),
+        }
+    }
+    if goto.is_none() && !set.is_empty() {
+        run_action_set(env, frame, key, set, &mut meta);
+    }
+    goto
+}
+
+fn run_action_set<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, set: &ActionSet, meta: &mut Meta) {
+    set.for_each(|a| apply_one(env, frame, key, meta, a, true) == Verdict::Continue);
+}
+
+fn apply_list<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, list: &[Action]) -> Verdict {
+    for a in list {
+        if apply_one(env, frame, key, meta, *a, false) == Verdict::Drop {
+            return Verdict::Drop;
+        }
+    }
+    Verdict::Continue
+}
+
+/// Applies one action. `last` means the packet is not used afterwards, so a group may run
+/// its (single) bucket on it in place instead of on a copy.
+fn apply_one<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, action: Action, last: bool) -> Verdict {
+    let ok = match action {
+        Action::Output { port, max_len } => {
+            output(env, frame.bytes(), key, meta, port, max_len);
+            true
+        }
+        Action::Group(id) => {
+            run_group(env, frame, key, meta, id, last);
+            true
+        }
+        Action::SetQueue(q) => {
+            meta.queue = Some(q);
+            true
+        }
+        Action::SetField(f, v) => {
+            actions::set_field(frame, key, f, v);
+            true
+        }
+        Action::PushVlan(e) => actions::push_vlan(frame, key, e),
+        Action::PopVlan => {
+            actions::pop_vlan(frame, key);
+            true
+        }
+        Action::PushMpls(e) => actions::push_mpls(frame, key, e),
+        Action::PopMpls(e) => {
+            actions::pop_mpls(frame, key, e);
+            true
+        }
+        Action::PushPbb(e) => actions::push_pbb(frame, key, e),
+        Action::PopPbb => {
+            actions::pop_pbb(frame, key);
+            true
+        }
+        Action::SetMplsTtl(t) => {
+            actions::set_mpls_ttl(frame, key, t);
+            true
+        }
+        Action::SetNwTtl(t) => {
+            actions::set_nw_ttl(frame, key, t);
+            true
+        }
+        Action::DecMplsTtl => {
+            let r = actions::dec_mpls_ttl(frame, key);
+            return ttl_result(env, frame, key, meta, r);
+        }
+        Action::DecNwTtl => {
+            let r = actions::dec_nw_ttl(frame, key);
+            return ttl_result(env, frame, key, meta, r);
+        }
+        Action::CopyTtlOut => {
+            actions::copy_ttl_out(frame, key);
+            true
+        }
+        Action::CopyTtlIn => {
+            actions::copy_ttl_in(frame, key);
+            true
+        }
+    };
+    if ok {
+        Verdict::Continue
+    } else {
+        // No headroom left for a push: the packet cannot be built, drop it.
+        env.drops.other += 1;
+        Verdict::Drop
+    }
+}
+
+fn ttl_result<S: PacketSink>(env: &mut Env<'_, S>, frame: &Frame<'_>, key: &FlowKey, meta: &Meta, r: Result<(), InvalidTtl>) -> Verdict {
+    match r {
+        Ok(()) => Verdict::Continue,
+        Err(InvalidTtl) => {
+            env.drops.invalid_ttl += 1;
+            if env.state.config.invalid_ttl_to_controller {
+                let max_len = env.state.config.miss_send_len;
+                packet_in(env, frame.bytes(), key, meta, PacketInReason::InvalidTtl, max_len);
+            }
+            Verdict::Drop
+        }
+    }
+}
+
+/// Sends on a port if it exists and forwards; counts either way.
+fn transmit<S: PacketSink>(env: &mut Env<'_, S>, port_no: u32, frame: &[u8], meta: &Meta) {
+    let Some(p) = env.state.ports.get(&port_no) else {
+        env.drops.other += 1;
+        return;
+    };
+    if !p.forwards() {
+        p.counters.tx_dropped.add(env.lease, 1, frame.len() as u64);
+        return;
+    }
+    p.counters.tx.add(env.lease, 1, frame.len() as u64);
+    match meta.queue {
+        Some(q) => env.sink.output_queue(port_no, q, frame),
+        None => env.sink.output(port_no, frame),
+    }
+}
+
+fn output<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta, out_port: u32, max_len: u16) {
+    match out_port {
+        port::IN_PORT => transmit(env, meta.in_port, frame, meta),
+        port::FLOOD | port::ALL => {
+            let state = env.state;
+            for (&p, _) in state.ports.iter().filter(|(&p, e)| p != meta.in_port && e.forwards()) {
+                transmit(env, p, frame, meta);
+            }
+        }
+        port::CONTROLLER => {
+            let reason = if meta.table_miss { PacketInReason::NoMatch } else { PacketInReason::Action };
+            packet_in(env, frame, key, meta, reason, max_len);
+        }
+        port::LOCAL => env.sink.output(port::LOCAL, frame),
+        port::TABLE => resubmit(env, frame, meta.in_port),
+        port::NORMAL => normal(env, frame, key, meta),
+        port::ANY => env.drops.other += 1,
+        p if p == meta.in_port => env.drops.other += 1,
+        p => transmit(env, p, frame, meta),
+    }
+}
+
+fn packet_in<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta, reason: PacketInReason, max_len: u16) {
+    if env.state.ports.get(&meta.in_port).is_some_and(|p| p.info.config.no_packet_in) {
+        return;
+    }
+    let mut buffer_id = NO_BUFFER;
+    let mut data = frame;
+    if max_len != NO_BUFFER_MAX_LEN {
+        if let Some(id) = env.shared.buffers.store(frame, env.now) {
+            buffer_id = id;
+            data = frame.get(..usize::from(max_len).min(frame.len())).unwrap_or(frame);
+        }
+    }
+    let ev = PacketInEvent {
+        reason,
+        table_id: meta.table,
+        flow: meta.flow,
+        buffer_id,
+        total_len: u16::try_from(frame.len()).unwrap_or(u16::MAX),
+        in_port: meta.in_port,
+        in_phy_port: key.in_phy_port,
+        metadata: key.metadata,
+        tunnel_id: key.tunnel_id,
+        data,
+    };
+    env.sink.packet_in(&ev);
+}
+
+/// Copies `frame` into a pool buffer and runs `f` on the copy; drops (counted) when the
+/// nesting budget or the pool is exhausted.
+fn with_copy<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], f: impl FnOnce(&mut Env<'_, S>, &mut Frame<'_>)) {
+    if env.depth == 0 {
+        env.drops.other += 1;
+        return;
+    }
+    let Some(mut buf) = env.pool.pop() else {
+        env.drops.other += 1;
+        return;
+    };
+    if let Some(dst) = buf.get_mut(COPY_HEADROOM..COPY_HEADROOM + frame.len()) {
+        dst.copy_from_slice(frame);
+        let mut copy = Frame { buf: &mut buf, start: COPY_HEADROOM, len: frame.len() };
+        env.depth -= 1;
+        f(env, &mut copy);
+        env.depth += 1;
+    } else {
+        env.drops.other += 1;
+    }
+    env.pool.push(buf);
+}
+
+fn run_group<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &Meta, id: u32, in_place: bool) {
+    let state = env.state;
+    let Some(entry) = state.groups.get(&id) else {
+        env.drops.other += 1;
+        return;
+    };
+    let g = &entry.group;
+    let mut chosen = [0usize; MAX_BUCKETS];
+    let n = group::choose(state, g, key, &mut chosen);
+    let len = frame.len as u64;
+    g.counters.group.add(env.lease, 1, len);
+    if n == 0 {
+        env.drops.other += 1;
+        return;
+    }
+    for (k, &b) in chosen.iter().take(n).enumerate() {
+        let Some(bucket) = g.buckets.get(b) else { continue };
+        if let Some(c) = g.counters.buckets.get(b) {
+            c.add(env.lease, 1, len);
+        }
+        let mut bucket_meta = *meta;
+        if in_place && k + 1 == n && env.depth > 0 {
+            env.depth -= 1;
+            apply_bucket(env, frame, key, &mut bucket_meta, &bucket.actions);
+            env.depth += 1;
+        } else {
+            let mut copy_key = *key;
+            with_copy(env, frame.bytes(), |env, copy| {
+                apply_bucket(env, copy, &mut copy_key, &mut bucket_meta, &bucket.actions);
+            });
+        }
+    }
+}
+
+/// Bucket actions are stored in action-set order; the packet is finished afterwards.
+fn apply_bucket<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, list: &[Action]) {
+    let count = list.len();
+    for (i, a) in list.iter().enumerate() {
+        if apply_one(env, frame, key, meta, *a, i + 1 == count) == Verdict::Drop {
+            return;
+        }
+    }
+}
+
+/// Runs one packet through the pipeline from table 0 (OUTPUT TABLE).
+fn resubmit<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], in_port: u32) {
+    with_copy(env, frame, |env, copy| {
+        let mut key = FlowKey::default();
+        let outcome = parse_to(copy.bytes(), in_port, ParseDepth::L4, &mut key);
+        env.parse.record(outcome);
+        if outcome.is_err() {
+            env.drops.malformed += 1;
+            return;
+        }
+        run_single(env, copy, &mut key);
+    });
+}
+
+/// The single-packet pipeline (packet-out through TABLE, InSP).
+fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey) {
+    let mut set = ActionSet::default();
+    let mut table_id = 0u8;
+    while let Some(table) = env.state.table(table_id) {
+        let rule = table.lookup(key.words()).and_then(|s| table.rule(s));
+        let Some(rule) = rule else {
+            env.drops.no_match += 1;
+            break;
+        };
+        let entry = &rule.payload;
+        entry.counters.hit(env.lease, frame.len as u64, env.now);
+        match run_entry(env, frame, key, &mut set, entry, table_id) {
+            Some(next) if next > table_id => table_id = next,
+            _ => break,
+        }
+    }
+}
+
+/// InSP: builds a packet from the template and the triggering packet and runs `list` on it.
+fn insp<S: PacketSink>(env: &mut Env<'_, S>, trigger: &Frame<'_>, key: &FlowKey, meta: &Meta, template_id: u32, list: &[Action]) {
+    let Some(template) = env.state.templates.get(&template_id) else {
+        env.drops.insp_failed += 1;
+        return;
+    };
+    if env.depth == 0 {
+        env.drops.other += 1;
+        return;
+    }
+    let Some(mut buf) = env.pool.pop() else {
+        env.drops.other += 1;
+        return;
+    };
+    let generated = buf.get_mut(COPY_HEADROOM..).map(|out| template.instantiate(trigger.bytes(), out));
+    match generated {
+        Some(Ok(len)) if len > 0 => {
+            let mut frame = Frame { buf: &mut buf, start: COPY_HEADROOM, len };
+            let mut gen_key = FlowKey::default();
+            let _ = parse_to(frame.bytes(), key.in_port, ParseDepth::L4, &mut gen_key);
+            let mut gen_meta = Meta { flow: None, table_miss: false, queue: None, ..*meta };
+            env.depth -= 1;
+            apply_list(env, &mut frame, &mut gen_key, &mut gen_meta, list);
+            env.depth += 1;
+        }
+        _ => env.drops.insp_failed += 1,
+    }
+    env.pool.push(buf);
+}
+
+/// NORMAL: the legacy L2 switch classifies the frame into a VLAN, learns its source and
+/// picks the out ports with the tag change each needs (never the ingress port).
+fn normal<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta) {
+    let state = env.state;
+    let tag = (key.vlan_vid & crate::key::OFPVID_PRESENT != 0).then_some(key.vlan_vid & 0x0fff);
+    let decision = env.shared.mac_table.decide(&state.normal_ports, meta.in_port, tag, key.eth_src, key.eth_dst, env.now);
+    if matches!(decision.forward, Forward::Drop(_)) {
+        env.drops.other += 1;
+        return;
+    }
+    for (out_port, op) in decision.outputs(&state.normal_ports) {
+        if out_port == meta.in_port {
+            continue;
+        }
+        match op {
+            TagOp::Keep => transmit(env, out_port, frame, meta),
+            op => with_copy(env, frame, |env, copy| {
+                let mut k = FlowKey::default();
+                let _ = parse_to(copy.bytes(), meta.in_port, ParseDepth::L2, &mut k);
+                let ok = match op {
+                    TagOp::Push(vid) => {
+                        actions::push_vlan(copy, &mut k, 0x8100)
+                            && set_vid(copy, &mut k, vid)
+                    }
+                    TagOp::Pop => actions::pop_vlan(copy, &mut k),
+                    TagOp::SetVid(vid) => set_vid(copy, &mut k, vid),
+                    TagOp::Keep => true,
+                };
+                if ok {
+                    transmit(env, out_port, copy.bytes(), meta);
+                } else {
+                    env.drops.other += 1;
+                }
+            }),
+        }
+    }
+}
+
+fn set_vid(frame: &mut Frame<'_>, key: &mut FlowKey, vid: u16) -> bool {
+    actions::set_field(frame, key, Field::VlanVid, FieldValue::from(vid));
+    key.vlan_vid & 0x0fff == vid & 0x0fff
+}
+
+/// Executes a packet-out.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn packet_out<S: PacketSink>(
+    state: &State,
+    shared: &Shared,
+    lease: &ShardLease,
+    scratch: &mut Scratch,
+    now: u64,
+    in_port: u32,
+    list: &[Action],
+    frame: &[u8],
+    sink: &mut S,
+) {
+    let Scratch { parse, pool, drops, table_hits, .. } = scratch;
+    let mut env = Env { state, shared, lease, now, sink, pool, drops, parse, depth: MAX_DEPTH };
+    with_copy(&mut env, frame, |env, copy| {
+        let mut key = FlowKey::default();
+        let outcome = parse_to(copy.bytes(), in_port, ParseDepth::L4, &mut key);
+        env.parse.record(outcome);
+        let mut meta = Meta { in_port, table: 0, flow: None, table_miss: false, queue: None };
+        apply_list(env, copy, &mut key, &mut meta, list);
+    });
+    flush(shared, drops, table_hits);
+}

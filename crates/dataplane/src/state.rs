@@ -1,0 +1,254 @@
+//! The double-buffered datapath state and how ops apply to it (see `datapath.rs` for the
+//! left-right design).
+
+use crate::classifier::hash::SeededMap;
+use crate::classifier::Classifier;
+use crate::counters::{FlowCounters, PortCounters};
+use crate::datapath::{FlowId, Group, Op, PortInfo, SwitchConfig};
+use crate::ir::{Action, Instruction};
+use crate::key::{Field, ParseDepth};
+use crate::meter::Meter;
+use crate::normal::{NormalPorts, PortVlanMode};
+use crate::template::PacketTemplate;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What a classifier match returns.
+#[derive(Clone, Debug)]
+pub(crate) struct FlowEntry {
+    pub id: FlowId,
+    pub instructions: Arc<[Instruction]>,
+    pub counters: Arc<FlowCounters>,
+    /// Priority 0 and match-all: a CONTROLLER output reports `NO_MATCH`.
+    pub table_miss: bool,
+    /// Parse depth the entry's match and actions need.
+    pub depth: ParseDepth,
+    /// Parse depth the match alone needs.
+    pub match_depth: ParseDepth,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct PortEntry {
+    pub info: PortInfo,
+    pub counters: Arc<PortCounters>,
+}
+
+impl PortEntry {
+    /// Usable for forwarding: up, live and not `no_fwd`.
+    pub fn forwards(&self) -> bool {
+        !self.info.config.down && !self.info.config.no_fwd && self.info.live
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct GroupEntry {
+    pub group: Arc<Group>,
+    pub depth: ParseDepth,
+}
+
+/// The internal op: [`Op`] with the writer-side additions both copies must share.
+#[derive(Clone)]
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Update {
+    Op(Op),
+    Port { port_no: u32, info: PortInfo, counters: Arc<PortCounters> },
+}
+
+/// One copy of the datapath state.
+#[derive(Clone)]
+pub(crate) struct State {
+    pub tables: Vec<Classifier<FlowEntry>>,
+    pub groups: SeededMap<u32, GroupEntry>,
+    pub meters: SeededMap<u32, Arc<Meter>>,
+    pub templates: SeededMap<u32, Arc<PacketTemplate>>,
+    /// Ordered so FLOOD/ALL emit in port order.
+    pub ports: BTreeMap<u32, PortEntry>,
+    pub config: SwitchConfig,
+    /// VLAN modes of the ports, for NORMAL.
+    pub normal_ports: NormalPorts,
+    /// Number of flows and groups needing each parse depth.
+    depth_counts: [u32; 3],
+}
+
+fn actions_depth(actions: &[Action]) -> ParseDepth {
+    actions
+        .iter()
+        .map(|a| match a {
+            Action::SetField(f, _) => match f {
+                Field::IpDscp | Field::IpEcn => ParseDepth::L3,
+                f => f.depth(),
+            },
+            Action::SetNwTtl(_) | Action::DecNwTtl | Action::CopyTtlIn | Action::CopyTtlOut => ParseDepth::L3,
+            // Group buckets may rewrite anything; NORMAL and InSP only need L2.
+            Action::Group(_) => ParseDepth::L4,
+            _ => ParseDepth::L2,
+        })
+        .max()
+        .unwrap_or(ParseDepth::L2)
+}
+
+fn instructions_depth(instructions: &[Instruction]) -> ParseDepth {
+    instructions
+        .iter()
+        .map(|i| match i {
+            Instruction::ApplyActions(a) | Instruction::WriteActions(a) | Instruction::Insp { actions: a, .. } => actions_depth(a),
+            _ => ParseDepth::L2,
+        })
+        .max()
+        .unwrap_or(ParseDepth::L2)
+}
+
+/// Instructions in the order OpenFlow 1.3 section 5.9 executes them, whatever order the
+/// controller listed them in; InSP generates from the packet as Apply-Actions left it.
+fn canonical_order(instructions: &Arc<[Instruction]>) -> Arc<[Instruction]> {
+    let rank = |i: &Instruction| match i {
+        Instruction::Meter(_) => 0,
+        Instruction::ApplyActions(_) => 1,
+        Instruction::Insp { .. } => 2,
+        Instruction::ClearActions => 3,
+        Instruction::WriteActions(_) => 4,
+        Instruction::WriteMetadata { .. } => 5,
+        Instruction::GotoTable(_) => 6,
+    };
+    if instructions.is_sorted_by_key(rank) {
+        return Arc::clone(instructions);
+    }
+    let mut sorted = instructions.to_vec();
+    sorted.sort_by_key(rank);
+    sorted.into()
+}
+
+impl State {
+    pub fn new(n_tables: u8) -> Self {
+        State {
+            tables: (0..n_tables).map(|_| Classifier::default()).collect(),
+            groups: SeededMap::default(),
+            meters: SeededMap::default(),
+            templates: SeededMap::default(),
+            ports: BTreeMap::new(),
+            config: SwitchConfig::default(),
+            normal_ports: NormalPorts::new(),
+            depth_counts: [0; 3],
+        }
+    }
+
+    /// The deepest parse any installed flow or group needs.
+    pub fn parse_depth(&self) -> ParseDepth {
+        match self.depth_counts {
+            [_, _, n] if n > 0 => ParseDepth::L4,
+            [_, n, _] if n > 0 => ParseDepth::L3,
+            _ => ParseDepth::L2,
+        }
+    }
+
+    fn count_depth(&mut self, d: ParseDepth, add: bool) {
+        if let Some(c) = self.depth_counts.get_mut(d as usize) {
+            *c = if add { c.saturating_add(1) } else { c.saturating_sub(1) };
+        }
+    }
+
+    pub fn table(&self, id: u8) -> Option<&Classifier<FlowEntry>> {
+        self.tables.get(usize::from(id))
+    }
+
+    fn remove_flow(&mut self, table: u8, id: FlowId) {
+        let removed = self.tables.get_mut(usize::from(table)).and_then(|t| t.remove(id.0));
+        if let Some(e) = removed {
+            self.count_depth(e.depth, false);
+        }
+    }
+
+    fn apply(&mut self, update: &Update) {
+        match update {
+            Update::Port { port_no, info, counters } => {
+                let mode = info.vlan_mode.clone().unwrap_or(PortVlanMode::Trunk { allowed: None, native: Some(1) });
+                self.normal_ports.set(*port_no, mode);
+                self.ports.insert(*port_no, PortEntry { info: info.clone(), counters: Arc::clone(counters) });
+            }
+            Update::Op(op) => self.apply_op(op),
+        }
+    }
+
+    fn apply_op(&mut self, op: &Op) {
+        match op {
+            Op::InsertFlow { table, id, priority, match_, instructions, counters } => {
+                self.remove_flow(*table, *id);
+                let match_depth = match_.fields().depth();
+                let depth = match_depth.max(instructions_depth(instructions));
+                let entry = FlowEntry {
+                    id: *id,
+                    instructions: canonical_order(instructions),
+                    match_depth,
+                    counters: Arc::clone(counters),
+                    table_miss: *priority == 0 && match_.mask.words().iter().all(|w| *w == 0),
+                    depth,
+                };
+                if let Some(t) = self.tables.get_mut(usize::from(*table)) {
+                    t.insert(id.0, *priority, match_, entry);
+                    self.count_depth(depth, true);
+                }
+            }
+            Op::RemoveFlow { table, id } => self.remove_flow(*table, *id),
+            Op::ReplaceInstructions { table, id, instructions } => {
+                let new_depth = instructions_depth(instructions);
+                let mut change = None;
+                if let Some(e) = self.tables.get_mut(usize::from(*table)).and_then(|t| t.payload_mut(id.0)) {
+                    e.instructions = canonical_order(instructions);
+                    let old = e.depth;
+                    e.depth = e.match_depth.max(new_depth);
+                    change = Some((old, e.depth));
+                }
+                if let Some((old, new)) = change {
+                    self.count_depth(old, false);
+                    self.count_depth(new, true);
+                }
+            }
+            Op::SetGroup { id, group } => {
+                let depth = group.buckets.iter().map(|b| actions_depth(&b.actions)).max().unwrap_or(ParseDepth::L2);
+                if let Some(old) = self.groups.insert(*id, GroupEntry { group: Arc::new(crate::group::normalize(group)), depth }) {
+                    self.count_depth(old.depth, false);
+                }
+                self.count_depth(depth, true);
+            }
+            Op::RemoveGroup { id } => {
+                if let Some(old) = self.groups.remove(id) {
+                    self.count_depth(old.depth, false);
+                }
+            }
+            Op::SetMeter { id, meter } => {
+                self.meters.insert(*id, Arc::clone(meter));
+            }
+            Op::RemoveMeter { id } => {
+                self.meters.remove(id);
+            }
+            Op::SetPort { .. } => {}
+            Op::RemovePort { port_no } => {
+                self.ports.remove(port_no);
+                self.normal_ports.remove(*port_no);
+            }
+            Op::SetSwitchConfig { miss_send_len, invalid_ttl_to_controller, frag } => {
+                self.config = SwitchConfig { miss_send_len: *miss_send_len, invalid_ttl_to_controller: *invalid_ttl_to_controller, frag: *frag };
+            }
+            Op::SetTemplate { id, template } => {
+                self.templates.insert(*id, Arc::clone(template));
+            }
+            Op::RemoveTemplate { id } => {
+                self.templates.remove(id);
+            }
+        }
+    }
+}
+
+impl left_right::Absorb<Update> for State {
+    fn absorb_first(&mut self, update: &mut Update, _other: &Self) {
+        self.apply(update);
+    }
+
+    fn absorb_second(&mut self, update: Update, _other: &Self) {
+        self.apply(&update);
+    }
+
+    fn sync_with(&mut self, first: &Self) {
+        *self = first.clone();
+    }
+}

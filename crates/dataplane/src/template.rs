@@ -1,0 +1,549 @@
+//! InSP packet templates (seed 001 section 3): a packet generated inside the switch from a
+//! fixed byte template, copy operations taking bytes from the triggering packet, then
+//! checksum operations over the result.
+//!
+//! A template is validated once, at creation: every operation must fit inside the template,
+//! and checksums with a pseudo-header (TCP, UDP, ICMPv6) need an IPv4/IPv6 header in the
+//! template before them, found by parsing the template. Instantiation is allocation-free.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::checksum;
+use crate::key::{FlowKey, ParseDepth, NO_OFFSET};
+use crate::parse::parse_to;
+
+/// Copies `len` bytes at `src_offset` of the triggering packet to `dst_offset` of the new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyOp {
+    /// Offset in the triggering packet.
+    pub src_offset: usize,
+    /// Offset in the generated packet.
+    pub dst_offset: usize,
+    /// Bytes to copy.
+    pub len: usize,
+}
+
+/// Which checksum a [`ChecksumOp`] computes; all are 16-bit Internet checksums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChecksumKind {
+    /// IPv4 header.
+    Ipv4Header,
+    /// ICMPv4 message (no pseudo-header).
+    Icmpv4,
+    /// ICMPv6 message (IPv6 pseudo-header).
+    Icmpv6,
+    /// TCP segment (IPv4 or IPv6 pseudo-header).
+    Tcp,
+    /// UDP datagram (pseudo-header; a computed 0 is sent as 0xffff).
+    Udp,
+}
+
+impl ChecksumKind {
+    /// Protocol number for the pseudo-header, if the kind has one.
+    fn pseudo_proto(self) -> Option<u8> {
+        match self {
+            ChecksumKind::Ipv4Header | ChecksumKind::Icmpv4 => None,
+            ChecksumKind::Icmpv6 => Some(checksum::IPPROTO_ICMPV6),
+            ChecksumKind::Tcp => Some(checksum::IPPROTO_TCP),
+            ChecksumKind::Udp => Some(checksum::IPPROTO_UDP),
+        }
+    }
+}
+
+/// Computes a checksum over `start..start + len` of the generated packet (with the field
+/// itself counted as zero) and stores it big-endian at `dst_offset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChecksumOp {
+    /// Kind of checksum.
+    pub kind: ChecksumKind,
+    /// First covered byte.
+    pub start: usize,
+    /// Covered bytes (the L4 length in the pseudo-header for TCP/UDP/ICMPv6).
+    pub len: usize,
+    /// Where the 2-byte result goes.
+    pub dst_offset: usize,
+}
+
+/// Why a template is rejected at creation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateError {
+    /// Copy operation `n` writes outside the template.
+    CopyOutOfBounds(usize),
+    /// Checksum operation `n` covers or writes outside the template.
+    ChecksumOutOfBounds(usize),
+    /// Checksum operation `n` needs a pseudo-header but the template has no IP header
+    /// before its start.
+    NoIpHeader(usize),
+    /// Template longer than the datapath's 16-bit offsets allow.
+    TooLong,
+}
+
+/// Why no packet was generated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstantiateError {
+    /// A copy source runs past the end of the triggering packet.
+    TriggerTooShort,
+    /// The output buffer is smaller than the template.
+    OutputTooSmall,
+}
+
+/// Where the pseudo-header addresses are in the template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IpHeader {
+    V4(usize),
+    V6(usize),
+}
+
+/// A validated packet template with its counters.
+#[derive(Debug)]
+pub struct PacketTemplate {
+    bytes: Box<[u8]>,
+    copy_ops: Vec<CopyOp>,
+    checksum_ops: Vec<ChecksumOp>,
+    ip: Option<IpHeader>,
+    /// Shortest trigger every copy operation can read from.
+    min_trigger_len: usize,
+    generated: AtomicU64,
+    trigger_errors: AtomicU64,
+}
+
+fn end(offset: usize, len: usize) -> Option<usize> {
+    offset.checked_add(len)
+}
+
+impl PacketTemplate {
+    /// Validates and builds a template.
+    pub fn new(
+        bytes: Vec<u8>,
+        copy_ops: Vec<CopyOp>,
+        checksum_ops: Vec<ChecksumOp>,
+    ) -> Result<Self, TemplateError> {
+        let n = bytes.len();
+        if n >= usize::from(NO_OFFSET) {
+            return Err(TemplateError::TooLong);
+        }
+        let mut min_trigger_len = 0;
+        for (i, op) in copy_ops.iter().enumerate() {
+            let dst_end = end(op.dst_offset, op.len).filter(|&e| e <= n);
+            let src_end = end(op.src_offset, op.len);
+            match (dst_end, src_end) {
+                (Some(_), Some(s)) => min_trigger_len = min_trigger_len.max(s),
+                _ => return Err(TemplateError::CopyOutOfBounds(i)),
+            }
+        }
+        let ip = find_ip_header(&bytes);
+        for (i, op) in checksum_ops.iter().enumerate() {
+            let covered = end(op.start, op.len).is_some_and(|e| e <= n);
+            let field = end(op.dst_offset, 2).is_some_and(|e| e <= n);
+            if !covered || !field {
+                return Err(TemplateError::ChecksumOutOfBounds(i));
+            }
+            if op.kind.pseudo_proto().is_some() && ip.is_none_or(|h| h.end() > op.start) {
+                return Err(TemplateError::NoIpHeader(i));
+            }
+        }
+        Ok(Self {
+            bytes: bytes.into_boxed_slice(),
+            copy_ops,
+            checksum_ops,
+            ip,
+            min_trigger_len,
+            generated: AtomicU64::new(0),
+            trigger_errors: AtomicU64::new(0),
+        })
+    }
+
+    /// Length of every generated packet.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether the template is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// The template bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Packets generated.
+    pub fn generated(&self) -> u64 {
+        self.generated.load(Relaxed)
+    }
+
+    /// Triggers too short for a copy operation (no packet generated).
+    pub fn trigger_errors(&self) -> u64 {
+        self.trigger_errors.load(Relaxed)
+    }
+
+    /// Builds the packet for `trigger` into `out`; returns its length.
+    pub fn instantiate(&self, trigger: &[u8], out: &mut [u8]) -> Result<usize, InstantiateError> {
+        if trigger.len() < self.min_trigger_len {
+            self.trigger_errors.fetch_add(1, Relaxed);
+            return Err(InstantiateError::TriggerTooShort);
+        }
+        let n = self.bytes.len();
+        let pkt = out.get_mut(..n).ok_or(InstantiateError::OutputTooSmall)?;
+        pkt.copy_from_slice(&self.bytes);
+        for op in &self.copy_ops {
+            let src = trigger.get(op.src_offset..op.src_offset + op.len);
+            let dst = pkt.get_mut(op.dst_offset..op.dst_offset + op.len);
+            if let (Some(src), Some(dst)) = (src, dst) {
+                dst.copy_from_slice(src);
+            }
+        }
+        for op in &self.checksum_ops {
+            self.apply_checksum(pkt, op);
+        }
+        self.generated.fetch_add(1, Relaxed);
+        Ok(n)
+    }
+
+    fn apply_checksum(&self, pkt: &mut [u8], op: &ChecksumOp) {
+        if let Some(field) = pkt.get_mut(op.dst_offset..op.dst_offset + 2) {
+            field.fill(0);
+        }
+        let pseudo = op
+            .kind
+            .pseudo_proto()
+            .map_or(0, |proto| self.pseudo(pkt, proto, op.len));
+        let Some(covered) = pkt.get(op.start..op.start + op.len) else {
+            return;
+        };
+        let mut c = !checksum::fold(checksum::add(pseudo, covered));
+        if op.kind == ChecksumKind::Udp && c == 0 {
+            c = 0xffff;
+        }
+        if let Some(field) = pkt.get_mut(op.dst_offset..op.dst_offset + 2) {
+            field.copy_from_slice(&c.to_be_bytes());
+        }
+    }
+
+    /// Pseudo-header sum from the (already copied-into) IP header of the packet.
+    fn pseudo(&self, pkt: &[u8], proto: u8, len: usize) -> u64 {
+        match self.ip {
+            Some(IpHeader::V4(l3)) => {
+                let addrs = pkt.get(l3 + 12..l3 + 20).unwrap_or_default();
+                checksum::add(0, addrs) + u64::from(proto) + len as u64
+            }
+            Some(IpHeader::V6(l3)) => {
+                let addrs = pkt.get(l3 + 8..l3 + 40).unwrap_or_default();
+                checksum::add(0, addrs) + u64::from(proto) + len as u64
+            }
+            None => 0,
+        }
+    }
+}
+
+impl IpHeader {
+    /// End of the address fields the pseudo-header reads.
+    fn end(self) -> usize {
+        match self {
+            IpHeader::V4(l3) => l3 + 20,
+            IpHeader::V6(l3) => l3 + 40,
+        }
+    }
+}
+
+fn find_ip_header(bytes: &[u8]) -> Option<IpHeader> {
+    let mut key = FlowKey::default();
+    // A template need not be a valid packet; only the header's position matters here.
+    let _ = parse_to(bytes, 0, ParseDepth::L2, &mut key);
+    let l3 = usize::from(key.layout.l3);
+    match key.eth_type {
+        _ if key.layout.l3 == NO_OFFSET => None,
+        0x0800 => Some(IpHeader::V4(l3)),
+        0x86dd => Some(IpHeader::V6(l3)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse::parse;
+
+    const MAC_C: [u8; 6] = [0x02, 0xcc, 0, 0, 0, 0x0c];
+    const MAC_A: [u8; 6] = [0x02, 0xaa, 0, 0, 0, 0x0a];
+    const IP_C: [u8; 4] = [10, 0, 0, 12];
+    const IP_A: [u8; 4] = [10, 0, 0, 10];
+
+    fn arp(
+        op: u8,
+        eth_dst: [u8; 6],
+        sha: [u8; 6],
+        spa: [u8; 4],
+        tha: [u8; 6],
+        tpa: [u8; 4],
+    ) -> Vec<u8> {
+        let mut p = Vec::new();
+        p.extend_from_slice(&eth_dst);
+        p.extend_from_slice(&sha);
+        p.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, op]);
+        p.extend_from_slice(&sha);
+        p.extend_from_slice(&spa);
+        p.extend_from_slice(&tha);
+        p.extend_from_slice(&tpa);
+        p
+    }
+
+    #[test]
+    fn arp_responder_from_figure_5() {
+        // Reply from C with the requester's fields left zero, filled by copy ops.
+        let template = arp(2, [0; 6], MAC_C, IP_C, [0; 6], [0; 4]);
+        let copies = vec![
+            CopyOp {
+                src_offset: 6,
+                dst_offset: 0,
+                len: 6,
+            }, // eth_src -> eth_dst
+            CopyOp {
+                src_offset: 22,
+                dst_offset: 32,
+                len: 6,
+            }, // arp_sha -> arp_tha
+            CopyOp {
+                src_offset: 28,
+                dst_offset: 38,
+                len: 4,
+            }, // arp_spa -> arp_tpa
+        ];
+        let t = PacketTemplate::new(template, copies, vec![]).unwrap_or_else(|e| panic!("{e:?}"));
+        let request = arp(1, [0xff; 6], MAC_A, IP_A, [0; 6], IP_C);
+        let mut out = [0u8; 64];
+        assert_eq!(t.instantiate(&request, &mut out), Ok(42));
+        let mut k = FlowKey::default();
+        assert_eq!(parse(&out[..42], 0, &mut k), Ok(()));
+        assert_eq!((k.eth_dst, k.eth_src, k.arp_op), (MAC_A, MAC_C, 2));
+        assert_eq!(
+            (k.arp_sha, k.arp_spa, k.arp_tha),
+            (MAC_C, u32::from_be_bytes(IP_C), MAC_A)
+        );
+        assert_eq!(k.arp_tpa, u32::from_be_bytes(IP_A));
+        assert_eq!(t.generated(), 1);
+    }
+
+    fn ipv4_packet(src: [u8; 4], dst: [u8; 4], ttl: u8, proto: u8, l4: &[u8]) -> Vec<u8> {
+        let total = (20 + l4.len()) as u16;
+        let mut p = vec![0x45, 0];
+        p.extend_from_slice(&total.to_be_bytes());
+        p.extend_from_slice(&[0, 1, 0, 0, ttl, proto, 0, 0]);
+        p.extend_from_slice(&src);
+        p.extend_from_slice(&dst);
+        p.extend_from_slice(l4);
+        p
+    }
+
+    #[test]
+    fn icmp_time_exceeded_from_figure_6() {
+        let mac_s = [0x02, 0x55, 0, 0, 0, 1];
+        let ip_s = [192, 0, 2, 1];
+        // Ether(MAC_S, X) / IP(IP_S, Y, C1) / ICMP(time exceeded, C2, P = 28 bytes).
+        let mut icmp = vec![11, 0, 0, 0, 0, 0, 0, 0];
+        icmp.resize(8 + 28, 0);
+        let mut template = Vec::new();
+        template.extend_from_slice(&[0; 6]);
+        template.extend_from_slice(&mac_s);
+        template.extend_from_slice(&[0x08, 0x00]);
+        template.extend_from_slice(&ipv4_packet(ip_s, [0; 4], 64, 1, &icmp));
+        let copies = vec![
+            CopyOp {
+                src_offset: 6,
+                dst_offset: 0,
+                len: 6,
+            }, // eth_src -> X
+            CopyOp {
+                src_offset: 26,
+                dst_offset: 30,
+                len: 4,
+            }, // ip_src -> Y
+            CopyOp {
+                src_offset: 14,
+                dst_offset: 42,
+                len: 28,
+            }, // IP header + 8 bytes -> P
+        ];
+        let sums = vec![
+            ChecksumOp {
+                kind: ChecksumKind::Ipv4Header,
+                start: 14,
+                len: 20,
+                dst_offset: 24,
+            },
+            ChecksumOp {
+                kind: ChecksumKind::Icmpv4,
+                start: 34,
+                len: 36,
+                dst_offset: 36,
+            },
+        ];
+        let t = PacketTemplate::new(template, copies, sums).unwrap_or_else(|e| panic!("{e:?}"));
+
+        let mut trigger = Vec::new();
+        trigger.extend_from_slice(&mac_s);
+        trigger.extend_from_slice(&MAC_A);
+        trigger.extend_from_slice(&[0x08, 0x00]);
+        trigger.extend_from_slice(&ipv4_packet(
+            IP_A,
+            [198, 51, 100, 7],
+            1,
+            17,
+            &[0, 53, 0, 53, 0, 8, 0, 0],
+        ));
+        let mut out = [0u8; 128];
+        let n = t.instantiate(&trigger, &mut out).unwrap_or_default();
+        assert_eq!(n, 70);
+        let pkt = &out[..n];
+        assert_eq!(
+            checksum::checksum(&pkt[14..34]),
+            0,
+            "IPv4 header checksum verifies"
+        );
+        assert_eq!(
+            checksum::checksum(&pkt[34..70]),
+            0,
+            "ICMP checksum verifies"
+        );
+        assert_eq!(
+            Some(u16::from_be_bytes([pkt[24], pkt[25]])),
+            checksum::ipv4_header(&pkt[14..34])
+        );
+        assert_eq!(&pkt[42..70], &trigger[14..42]);
+        let mut k = FlowKey::default();
+        assert_eq!(parse(pkt, 0, &mut k), Ok(()));
+        assert_eq!(
+            (k.eth_dst, k.ipv4_dst, k.icmp_type, k.icmp_code),
+            (MAC_A, u32::from_be_bytes(IP_A), 11, 0)
+        );
+
+        // A trigger shorter than the copied range generates nothing and is counted.
+        assert_eq!(
+            t.instantiate(&trigger[..41], &mut out),
+            Err(InstantiateError::TriggerTooShort)
+        );
+        assert_eq!(t.trigger_errors(), 1);
+        assert_eq!(
+            t.instantiate(&trigger, &mut out[..69]),
+            Err(InstantiateError::OutputTooSmall)
+        );
+        assert_eq!(t.generated(), 1);
+    }
+
+    #[test]
+    fn udp_checksum_uses_the_copied_pseudo_header() {
+        let mut template = vec![0u8; 12];
+        template.extend_from_slice(&[0x08, 0x00]);
+        template.extend_from_slice(&ipv4_packet(
+            [10, 1, 1, 1],
+            [0; 4],
+            64,
+            17,
+            &[0x13, 0x88, 0, 0, 0, 12, 0, 0, 1, 2, 3, 4],
+        ));
+        let copies = vec![
+            CopyOp {
+                src_offset: 26,
+                dst_offset: 30,
+                len: 4,
+            },
+            CopyOp {
+                src_offset: 34,
+                dst_offset: 36,
+                len: 2,
+            }, // reply to the trigger's port
+        ];
+        let sums = vec![ChecksumOp {
+            kind: ChecksumKind::Udp,
+            start: 34,
+            len: 12,
+            dst_offset: 40,
+        }];
+        let t = PacketTemplate::new(template, copies, sums).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut trigger = vec![0u8; 12];
+        trigger.extend_from_slice(&[0x08, 0x00]);
+        trigger.extend_from_slice(&ipv4_packet(
+            [172, 16, 9, 9],
+            [10, 1, 1, 1],
+            64,
+            17,
+            &[0x9c, 0x40, 0x13, 0x88, 0, 8, 0, 0],
+        ));
+        let mut out = [0u8; 46];
+        assert_eq!(t.instantiate(&trigger, &mut out), Ok(46));
+        let pseudo = checksum::pseudo_v4(0x0a01_0101, 0xac10_0909, 17, 12);
+        assert_eq!(checksum::fold(checksum::add(pseudo, &out[34..46])), 0xffff);
+        assert_eq!(&out[36..38], &[0x9c, 0x40]);
+    }
+
+    #[test]
+    fn icmpv6_checksum_over_ipv6_pseudo_header() {
+        let mut template = vec![0u8; 12];
+        template.extend_from_slice(&[0x86, 0xdd, 0x60, 0, 0, 0, 0, 8, 58, 255]);
+        template.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        template.extend_from_slice(&[0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+        template.extend_from_slice(&[129, 0, 0, 0, 0, 7, 0, 1]); // echo reply
+        let sums = vec![ChecksumOp {
+            kind: ChecksumKind::Icmpv6,
+            start: 54,
+            len: 8,
+            dst_offset: 56,
+        }];
+        let t = PacketTemplate::new(template, vec![], sums).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut out = [0u8; 62];
+        assert_eq!(t.instantiate(&[], &mut out), Ok(62));
+        let mut src = [0u8; 16];
+        let mut dst = [0u8; 16];
+        src.copy_from_slice(&out[22..38]);
+        dst.copy_from_slice(&out[38..54]);
+        let pseudo = checksum::pseudo_v6(&src, &dst, 58, 8);
+        assert_eq!(checksum::fold(checksum::add(pseudo, &out[54..62])), 0xffff);
+    }
+
+    #[test]
+    fn invalid_templates_are_rejected() {
+        let arp_t = arp(2, [0; 6], MAC_C, IP_C, [0; 6], [0; 4]);
+        let copy = |src_offset, dst_offset, len| {
+            vec![CopyOp {
+                src_offset,
+                dst_offset,
+                len,
+            }]
+        };
+        assert_eq!(
+            PacketTemplate::new(arp_t.clone(), copy(0, 40, 3), vec![]).err(),
+            Some(TemplateError::CopyOutOfBounds(0))
+        );
+        assert_eq!(
+            PacketTemplate::new(arp_t.clone(), copy(usize::MAX, 0, 2), vec![]).err(),
+            Some(TemplateError::CopyOutOfBounds(0))
+        );
+        assert_eq!(
+            PacketTemplate::new(arp_t.clone(), copy(0, usize::MAX, 2), vec![]).err(),
+            Some(TemplateError::CopyOutOfBounds(0))
+        );
+        let sum = |kind, start, len, dst_offset| {
+            vec![ChecksumOp {
+                kind,
+                start,
+                len,
+                dst_offset,
+            }]
+        };
+        let e =
+            PacketTemplate::new(arp_t.clone(), vec![], sum(ChecksumKind::Icmpv4, 14, 30, 16)).err();
+        assert_eq!(e, Some(TemplateError::ChecksumOutOfBounds(0)));
+        let e =
+            PacketTemplate::new(arp_t.clone(), vec![], sum(ChecksumKind::Icmpv4, 14, 20, 41)).err();
+        assert_eq!(e, Some(TemplateError::ChecksumOutOfBounds(0)));
+        let e = PacketTemplate::new(arp_t, vec![], sum(ChecksumKind::Udp, 14, 8, 20)).err();
+        assert_eq!(e, Some(TemplateError::NoIpHeader(0)));
+        assert_eq!(
+            PacketTemplate::new(vec![0; 70_000], vec![], vec![]).err(),
+            Some(TemplateError::TooLong)
+        );
+        let empty = PacketTemplate::new(vec![], vec![], vec![]);
+        assert!(empty.is_ok_and(|t| t.is_empty() && t.bytes().is_empty()));
+    }
+}

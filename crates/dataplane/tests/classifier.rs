@@ -1,0 +1,217 @@
+//! The classifier against a brute-force linear reference: random rules with overlapping
+//! masks, random packets, inserts and removals; and the structure each kind of table gets.
+
+use dataplane::classifier::{Classifier, Kind};
+use dataplane::key::{Field, FieldValue, FlowKey, Match};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+struct RuleSpec {
+    priority: u16,
+    in_port: Option<u32>,
+    eth_type: Option<u16>,
+    dst: Option<(u32, u8)>,
+    src: Option<(u32, u8)>,
+    tp_dst: Option<u16>,
+}
+
+impl RuleSpec {
+    fn to_match(&self) -> Match {
+        let mut m = Match::any();
+        if let Some(p) = self.in_port {
+            m.set(Field::InPort, FieldValue::from(p), None);
+        }
+        if let Some(t) = self.eth_type {
+            m.set(Field::EthType, FieldValue::from(t), None);
+        }
+        if let Some((a, len)) = self.dst {
+            m.set(Field::Ipv4Dst, FieldValue::from(a), Some(FieldValue::from(prefix(len))));
+        }
+        if let Some((a, len)) = self.src {
+            m.set(Field::Ipv4Src, FieldValue::from(a), Some(FieldValue::from(prefix(len))));
+        }
+        if let Some(p) = self.tp_dst {
+            m.set(Field::TcpDst, FieldValue::from(p), None);
+        }
+        m
+    }
+}
+
+fn prefix(len: u8) -> u32 {
+    u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0)
+}
+
+/// Addresses from a small space so prefixes overlap often.
+fn addr() -> impl Strategy<Value = u32> {
+    (0u32..4, 0u32..4, 0u32..4).prop_map(|(a, b, c)| 0x0a00_0000 | (a << 16) | (b << 8) | c)
+}
+
+fn rule_spec() -> impl Strategy<Value = RuleSpec> {
+    (
+        0u16..6,
+        prop::option::of(1u32..3),
+        prop::option::of(prop::sample::select(vec![0x0800u16, 0x86dd])),
+        prop::option::of((addr(), prop::sample::select(vec![0u8, 8, 16, 23, 24, 30, 32]))),
+        prop::option::of((addr(), prop::sample::select(vec![8u8, 24, 32]))),
+        prop::option::of(80u16..82),
+    )
+        .prop_map(|(priority, in_port, eth_type, dst, src, tp_dst)| RuleSpec { priority, in_port, eth_type, dst, src, tp_dst })
+}
+
+fn packet() -> impl Strategy<Value = FlowKey> {
+    (1u32..3, prop::sample::select(vec![0x0800u16, 0x86dd, 0x0806]), addr(), addr(), 79u16..82).prop_map(|(p, t, d, s, tp)| {
+        FlowKey { in_port: p, eth_type: t, ipv4_dst: d, ipv4_src: s, tp_dst: tp, ..FlowKey::default() }
+    })
+}
+
+/// Highest priority of any live rule matching `k`.
+fn reference(rules: &[(u64, u16, Match)], k: &FlowKey) -> Option<u16> {
+    rules.iter().filter(|(_, _, m)| m.matches(k)).map(|(_, p, _)| *p).max()
+}
+
+fn check(c: &Classifier<u64>, live: &[(u64, u16, Match)], packets: &[FlowKey]) -> Result<(), TestCaseError> {
+    for k in packets {
+        let got = c.lookup(k.words()).and_then(|s| c.rule(s));
+        match (got, reference(live, k)) {
+            (None, None) => {}
+            (Some(r), Some(p)) => {
+                prop_assert_eq!(r.priority, p, "wrong priority for {:?}", k);
+                let m = &live.iter().find(|(id, _, _)| *id == r.id).expect("returned rule is live").2;
+                prop_assert!(m.matches(k), "returned rule does not match");
+            }
+            (got, want) => prop_assert!(false, "got {:?} want {:?}", got.map(|r| r.id), want),
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn matches_linear_reference(
+        specs in prop::collection::vec(rule_spec(), 1..40),
+        removals in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+        packets in prop::collection::vec(packet(), 1..60),
+    ) {
+        let mut c = Classifier::default();
+        let mut live = Vec::new();
+        for (id, s) in specs.iter().enumerate() {
+            let m = s.to_match();
+            c.insert(id as u64, s.priority, &m, id as u64);
+            live.push((id as u64, s.priority, m));
+        }
+        check(&c, &live, &packets)?;
+        for r in removals {
+            if live.is_empty() {
+                break;
+            }
+            let (id, _, _) = live.remove(r.index(live.len()));
+            prop_assert_eq!(c.remove(id), Some(id));
+            check(&c, &live, &packets)?;
+        }
+        prop_assert_eq!(c.len(), live.len());
+    }
+
+    #[test]
+    fn routing_tables_use_lpm_and_agree(
+        routes in prop::collection::vec((addr(), 0u8..=32), 2..60),
+        removals in prop::collection::vec(any::<prop::sample::Index>(), 0..30),
+        packets in prop::collection::vec(packet(), 1..60),
+    ) {
+        let mut c = Classifier::default();
+        let mut live: Vec<(u64, u16, Match)> = Vec::new();
+        for (id, (a, len)) in routes.iter().enumerate() {
+            let spec = RuleSpec { priority: 100 + u16::from(*len), in_port: None, eth_type: Some(0x0800), dst: Some((*a, *len)), src: None, tp_dst: None };
+            let m = spec.to_match();
+            c.insert(id as u64, spec.priority, &m, id as u64);
+            live.push((id as u64, spec.priority, m));
+        }
+        let lengths: std::collections::BTreeSet<u8> = routes.iter().map(|r| r.1).collect();
+        if lengths.len() >= 2 {
+            prop_assert_eq!(c.kind(), Kind::Lpm);
+        }
+        check(&c, &live, &packets)?;
+        for r in removals {
+            if live.is_empty() {
+                break;
+            }
+            let (id, _, _) = live.remove(r.index(live.len()));
+            c.remove(id);
+            check(&c, &live, &packets)?;
+        }
+    }
+}
+
+fn mac_rule(i: u32) -> Match {
+    let mut m = Match::any();
+    let b = i.to_be_bytes();
+    m.set(Field::EthDst, FieldValue::mac([2, 0, b[0], b[1], b[2], b[3]]), None);
+    m
+}
+
+#[test]
+fn exact_table_is_one_hash() {
+    let mut c = Classifier::default();
+    for i in 0..1000u32 {
+        c.insert(u64::from(i), 10, &mac_rule(i), i);
+    }
+    assert_eq!(c.kind(), Kind::Hash);
+    for i in (0..1000u32).step_by(7) {
+        let mut k = FlowKey::default();
+        let b = i.to_be_bytes();
+        k.eth_dst = [2, 0, b[0], b[1], b[2], b[3]];
+        let slot = c.lookup(k.words()).expect("hit");
+        assert_eq!(c.rule(slot).map(|r| r.payload), Some(i));
+    }
+}
+
+#[test]
+fn kind_follows_contents() {
+    let mut c = Classifier::default();
+    assert_eq!(c.kind(), Kind::Empty);
+    let route = |a: u32, len: u8| RuleSpec { priority: u16::from(len), in_port: None, eth_type: Some(0x0800), dst: Some((a, len)), src: None, tp_dst: None }.to_match();
+    c.insert(1, 24, &route(0x0a00_0100, 24), 1);
+    assert_eq!(c.kind(), Kind::Hash);
+    c.insert(2, 16, &route(0x0a00_0000, 16), 2);
+    assert_eq!(c.kind(), Kind::Lpm);
+    // A catch-all below the routes keeps the LPM family, probed first.
+    c.insert(3, 0, &Match::any(), 3);
+    assert_eq!(c.kind(), Kind::Lpm);
+    let k = FlowKey { eth_type: 0x0800, ipv4_dst: 0x0a00_0105, ..FlowKey::default() };
+    assert_eq!(c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id), Some(1));
+    let k = FlowKey { eth_type: 0x0800, ipv4_dst: 0x0a00_0505, ..FlowKey::default() };
+    assert_eq!(c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id), Some(2));
+    let k = FlowKey { eth_type: 0x0806, ..FlowKey::default() };
+    assert_eq!(c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id), Some(3));
+    // A priority that contradicts prefix length forces tuple space search.
+    c.insert(4, 30, &route(0x0a00_0000, 8), 4);
+    assert_eq!(c.kind(), Kind::TupleSpace);
+    let k = FlowKey { eth_type: 0x0800, ipv4_dst: 0x0a00_0105, ..FlowKey::default() };
+    assert_eq!(c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id), Some(4));
+    c.remove(4);
+    c.remove(3);
+    assert_eq!(c.kind(), Kind::Lpm);
+}
+
+#[test]
+fn batch_lookup_equals_single_lookup() {
+    let mut c = Classifier::default();
+    for i in 0..300u32 {
+        c.insert(u64::from(i), (i % 7) as u16, &mac_rule(i % 150), i);
+    }
+    c.insert(1000, 3, &Match::any(), 1000);
+    let keys: Vec<FlowKey> = (0..200u32)
+        .map(|i| {
+            let b = i.to_be_bytes();
+            FlowKey { eth_dst: [2, 0, b[0], b[1], b[2], b[3]], ..FlowKey::default() }
+        })
+        .collect();
+    let mut out = vec![0u32; keys.len()];
+    let mut scratch = Default::default();
+    c.lookup_batch(keys.len(), |i| keys[i].words(), &mut out, &mut scratch);
+    for (k, o) in keys.iter().zip(&out) {
+        let single = c.lookup(k.words()).unwrap_or(dataplane::classifier::NO_RULE);
+        assert_eq!(c.rule(*o).map(|r| r.priority), c.rule(single).map(|r| r.priority));
+    }
+}

@@ -1,0 +1,363 @@
+//! Daemon settings from the command line and an optional TOML file. The file is read first and
+//! the command line adds to it (repeatable flags append, single-valued flags override), so a unit
+//! file can hold the site settings and an operator can still add a port by hand.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use agent::target::{ControllerTarget, ListenTarget};
+use clap::Parser;
+use serde::Deserialize;
+
+/// What the switch does while no controller is connected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum FailMode {
+    /// Keep the flows, drop what they do not match (OpenFlow "fail secure").
+    #[default]
+    Secure,
+    /// Behave as a legacy L2 learning switch (OpenFlow "fail standalone").
+    Standalone,
+}
+
+/// `hairpind` command line.
+#[derive(Debug, Parser)]
+#[command(name = "hairpind", version, about = "Hairpin OpenFlow 1.3 switch daemon")]
+pub struct Cli {
+    /// TOML file with the same settings as the flags below.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Datapath id, decimal or 0x-prefixed hex.
+    #[arg(long, value_name = "ID", value_parser = parse_datapath_id)]
+    pub datapath_id: Option<u64>,
+    /// Passive OpenFlow listener: ptcp:PORT[:IP] or punix:PATH (repeatable).
+    #[arg(long = "listen", value_name = "TARGET")]
+    pub listen: Vec<ListenTarget>,
+    /// Controller to connect to: tcp:IP:PORT or unix:PATH (repeatable).
+    #[arg(long = "controller", value_name = "TARGET")]
+    pub controllers: Vec<ControllerTarget>,
+    /// OpenFlow port number bound to a Linux interface: N=IFNAME (repeatable).
+    #[arg(long = "port", value_name = "N=IFNAME", value_parser = parse_port_binding)]
+    pub ports: Vec<(u32, String)>,
+    /// Behaviour without a controller.
+    #[arg(long, value_enum)]
+    pub fail_mode: Option<FailMode>,
+    /// Number of datapath threads.
+    #[arg(long, value_name = "N")]
+    pub datapath_threads: Option<usize>,
+}
+
+/// The settings file, field by field as documented in docs/config.md.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSettings {
+    datapath_id: Option<DatapathIdSetting>,
+    #[serde(default)]
+    listen: Vec<String>,
+    #[serde(default)]
+    controllers: Vec<String>,
+    #[serde(default)]
+    ports: BTreeMap<String, String>,
+    fail_mode: Option<FailMode>,
+    datapath_threads: Option<usize>,
+}
+
+/// A datapath id may be written as an integer or as a (hex) string, as operators copy it
+/// from `ovs-ofctl show` output.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum DatapathIdSetting {
+    Number(u64),
+    Text(String),
+}
+
+/// The merged, validated settings the daemon runs with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub datapath_id: u64,
+    pub listen: Vec<ListenTarget>,
+    pub controllers: Vec<ControllerTarget>,
+    pub ports: BTreeMap<u32, String>,
+    pub fail_mode: FailMode,
+    pub datapath_threads: usize,
+}
+
+/// A settings error that names where it is: the file, line and field, or the flag.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: Option<PathBuf>,
+    pub line: Option<usize>,
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => write!(f, "{}:{line}: ", file.display())?,
+            (Some(file), None) => write!(f, "{}: ", file.display())?,
+            _ => {}
+        }
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "field `{}`: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn parse_datapath_id(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(&hex.replace(':', ""), 16),
+        None if s.contains(':') => u64::from_str_radix(&s.replace(':', ""), 16),
+        None => s.parse::<u64>(),
+    };
+    parsed.map_err(|_| format!("`{s}` is not a datapath id (decimal, 0x-hex or aa:bb:..)"))
+}
+
+fn parse_port_binding(s: &str) -> Result<(u32, String), String> {
+    let (number, ifname) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: a port is N=IFNAME"))?;
+    let number = parse_port_number(number)?;
+    check_ifname(ifname)?;
+    Ok((number, ifname.to_string()))
+}
+
+/// OpenFlow physical port numbers run from 1 to OFPP_MAX (0xffffff00).
+fn parse_port_number(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=0xffff_ff00).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}` is not an OpenFlow port number (1..=4294967040)"
+        )),
+    }
+}
+
+/// Linux interface names are 1 to 15 bytes without '/' or whitespace.
+fn check_ifname(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\t', '\n']) {
+        return Err(format!("`{name}` is not a Linux interface name"));
+    }
+    Ok(())
+}
+
+/// 1-based line of a byte offset in text.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.get(..offset).map_or(0, |t| t.matches('\n').count()) + 1
+}
+
+/// Line on which `key = ...` (or `"key" = ...`) is written, used for errors that arise after
+/// deserialising (values that are well-typed but invalid).
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    text.lines().position(|line| {
+        let line = line.trim_start();
+        let rest = line
+            .strip_prefix(key)
+            .or_else(|| line.strip_prefix(&format!("\"{key}\"")));
+        rest.is_some_and(|r| r.trim_start().starts_with('='))
+    })
+    .map(|i| i + 1)
+}
+
+fn parse_file_text(path: &Path, text: &str) -> Result<FileSettings, ConfigError> {
+    let deserializer = toml::Deserializer::new(text);
+    let settings: FileSettings =
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            ConfigError {
+                file: Some(path.to_path_buf()),
+                line: inner.span().map(|span| line_of(text, span.start)),
+                field: if field == "." { String::new() } else { field },
+                message: inner.message().to_string(),
+            }
+        })?;
+    Ok(settings)
+}
+
+impl Settings {
+    /// Merges the file named by `--config` (if any) with the flags and validates the result.
+    pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
+        let mut settings = Settings {
+            datapath_id: 1,
+            listen: Vec::new(),
+            controllers: Vec::new(),
+            ports: BTreeMap::new(),
+            fail_mode: FailMode::Secure,
+            datapath_threads: 1,
+        };
+        if let Some(path) = &cli.config {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+                file: Some(path.clone()),
+                line: None,
+                field: String::new(),
+                message: format!("cannot read: {e}"),
+            })?;
+            settings.merge_file(path, &text)?;
+        }
+        if let Some(id) = cli.datapath_id {
+            settings.datapath_id = id;
+        }
+        settings.listen.extend(cli.listen);
+        settings.controllers.extend(cli.controllers);
+        for (number, ifname) in cli.ports {
+            settings.bind_port(number, ifname, None)?;
+        }
+        if let Some(mode) = cli.fail_mode {
+            settings.fail_mode = mode;
+        }
+        if let Some(threads) = cli.datapath_threads {
+            settings.datapath_threads = threads;
+        }
+        if settings.datapath_threads == 0 {
+            return Err(ConfigError {
+                file: None,
+                line: None,
+                field: "datapath_threads".into(),
+                message: "must be at least 1".into(),
+            });
+        }
+        Ok(settings)
+    }
+
+    fn merge_file(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
+        let file = parse_file_text(path, text)?;
+        let at = |field: &str, key: &str, message: String| ConfigError {
+            file: Some(path.to_path_buf()),
+            line: line_of_key(text, key),
+            field: field.to_string(),
+            message,
+        };
+        if let Some(id) = file.datapath_id {
+            self.datapath_id = match id {
+                DatapathIdSetting::Number(n) => n,
+                DatapathIdSetting::Text(s) => {
+                    parse_datapath_id(&s).map_err(|m| at("datapath_id", "datapath_id", m))?
+                }
+            };
+        }
+        for target in &file.listen {
+            let parsed = target
+                .parse()
+                .map_err(|e: agent::target::TargetError| at("listen", "listen", e.to_string()))?;
+            self.listen.push(parsed);
+        }
+        for target in &file.controllers {
+            let parsed = target.parse().map_err(|e: agent::target::TargetError| {
+                at("controllers", "controllers", e.to_string())
+            })?;
+            self.controllers.push(parsed);
+        }
+        for (number, ifname) in file.ports {
+            let field = format!("ports.{number}");
+            let n = parse_port_number(&number).map_err(|m| at(&field, &number, m))?;
+            check_ifname(&ifname).map_err(|m| at(&field, &number, m))?;
+            self.bind_port(n, ifname, Some((path, text, &number)))?;
+        }
+        if let Some(mode) = file.fail_mode {
+            self.fail_mode = mode;
+        }
+        if let Some(threads) = file.datapath_threads {
+            self.datapath_threads = threads;
+        }
+        Ok(())
+    }
+
+    fn bind_port(
+        &mut self,
+        number: u32,
+        ifname: String,
+        origin: Option<(&Path, &str, &str)>,
+    ) -> Result<(), ConfigError> {
+        let clash = self
+            .ports
+            .iter()
+            .find(|(n, name)| **n != number && **name == ifname)
+            .map(|(n, _)| *n);
+        let message = if self.ports.contains_key(&number) {
+            Some(format!("port {number} is bound twice"))
+        } else {
+            clash.map(|other| format!("interface `{ifname}` is already port {other}"))
+        };
+        if let Some(message) = message {
+            return Err(ConfigError {
+                file: origin.map(|(p, _, _)| p.to_path_buf()),
+                line: origin.and_then(|(_, text, key)| line_of_key(text, key)),
+                field: format!("ports.{number}"),
+                message,
+            });
+        }
+        self.ports.insert(number, ifname);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings_from(text: &str, args: &[&str]) -> Result<Settings, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hairpin.toml");
+        std::fs::write(&path, text).unwrap();
+        let mut argv = vec!["hairpind", "--config", path.to_str().unwrap()];
+        argv.extend_from_slice(args);
+        Settings::from_cli(Cli::try_parse_from(argv).unwrap())
+    }
+
+    #[test]
+    fn file_and_flags_merge() {
+        let s = settings_from(
+            "datapath_id = \"0x2a\"\nfail_mode = \"standalone\"\nlisten = [\"ptcp:6654\"]\n[ports]\n1 = \"veth0\"\n",
+            &["--port", "2=veth1", "--listen", "punix:/tmp/x.sock"],
+        )
+        .unwrap();
+        assert_eq!(s.datapath_id, 42);
+        assert_eq!(s.fail_mode, FailMode::Standalone);
+        assert_eq!(s.listen.len(), 2);
+        assert_eq!(s.ports.get(&1).map(String::as_str), Some("veth0"));
+        assert_eq!(s.ports.get(&2).map(String::as_str), Some("veth1"));
+    }
+
+    #[test]
+    fn bad_type_names_file_line_and_field() {
+        let err = settings_from("datapath_id = 1\nfail_mode = \"loud\"\n", &[]).unwrap_err();
+        assert_eq!(err.line, Some(2));
+        assert_eq!(err.field, "fail_mode");
+        assert!(err.file.is_some());
+        assert!(err.to_string().contains("hairpin.toml:2: field `fail_mode`"), "{err}");
+    }
+
+    #[test]
+    fn unknown_field_is_refused() {
+        let err = settings_from("\n\ncontroler = [\"tcp:1.2.3.4:6653\"]\n", &[]).unwrap_err();
+        assert_eq!(err.line, Some(3));
+        assert!(err.message.contains("controler"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_their_line() {
+        let err = settings_from("listen = [\"ptcp:x\"]\n", &[]).unwrap_err();
+        assert_eq!((err.line, err.field.as_str()), (Some(1), "listen"));
+        let err = settings_from("[ports]\n1 = \"veth0\"\n0 = \"veth1\"\n", &[]).unwrap_err();
+        assert_eq!((err.line, err.field.as_str()), (Some(3), "ports.0"));
+        let err = settings_from("[ports]\n1 = \"veth0\"\n2 = \"veth0\"\n", &[]).unwrap_err();
+        assert_eq!((err.line, err.field.as_str()), (Some(3), "ports.2"));
+        let err = settings_from("datapath_id = \"zz\"\n", &[]).unwrap_err();
+        assert_eq!((err.line, err.field.as_str()), (Some(1), "datapath_id"));
+    }
+
+    #[test]
+    fn flags_parse_datapath_ids_and_ports() {
+        assert_eq!(parse_datapath_id("0x10"), Ok(16));
+        assert_eq!(parse_datapath_id("00:00:00:00:00:00:00:11"), Ok(17));
+        assert!(parse_port_binding("0=eth0").is_err());
+        assert!(parse_port_binding("3").is_err());
+        assert_eq!(parse_port_binding("3=eth0"), Ok((3, "eth0".into())));
+    }
+}

@@ -1,0 +1,106 @@
+//! `hairpind`: the Hairpin switch daemon. Reads its settings, builds the datapath, the switch
+//! core and the OpenFlow agent, and runs them until SIGINT or SIGTERM.
+
+mod config;
+mod datapath;
+
+use std::process::ExitCode;
+use std::sync::mpsc::sync_channel;
+
+use agent::target::ListenTarget;
+use agent::{Agent, AgentConfig};
+use clap::Parser;
+use config::Settings;
+use dataplane::datapath::DatapathConfig;
+use switch_core::{Switch, SwitchSettings};
+
+fn main() -> ExitCode {
+    let settings = match Settings::from_cli(config::Cli::parse()) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("hairpind: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(settings) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hairpind: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(settings: Settings) -> std::io::Result<()> {
+    let dp_config = DatapathConfig::default();
+    let (writer, readers) = dataplane::datapath::new(dp_config.clone());
+    let (jobs_tx, jobs_rx) = sync_channel(datapath::PACKET_OUT_QUEUE);
+    let switch = Switch::new(
+        SwitchSettings {
+            datapath_id: settings.datapath_id,
+            n_tables: dp_config.n_tables,
+            n_buffers: dp_config.buffer_slots as u32,
+        },
+        writer,
+        Box::new(datapath::PacketOutSender(jobs_tx)),
+    );
+    let agent = Agent::new(switch, AgentConfig::default());
+
+    let dp_agent = agent.clone();
+    let reader = readers.reader();
+    std::thread::Builder::new()
+        .name("hairpin-dp0".into())
+        .spawn(move || datapath::run_without_ports(dp_agent, reader, jobs_rx))?;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let unix_sockets: Vec<_> = settings
+        .listen
+        .iter()
+        .filter_map(|l| match l {
+            ListenTarget::Unix(path) => Some(path.clone()),
+            ListenTarget::Tcp(_) => None,
+        })
+        .collect();
+    let result = runtime.block_on(serve(agent, settings));
+    for path in unix_sockets {
+        let _ = std::fs::remove_file(path);
+    }
+    result
+}
+
+async fn serve(agent: Agent, settings: Settings) -> std::io::Result<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for target in settings.listen {
+        let agent = agent.clone();
+        let shown = target.to_string();
+        tasks.spawn(async move {
+            agent
+                .listen(target)
+                .await
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{shown}: {e}")))
+        });
+    }
+    for target in settings.controllers {
+        let agent = agent.clone();
+        tasks.spawn(async move {
+            agent.connect(target).await;
+            Ok(())
+        });
+    }
+    let housekeeping = agent.clone();
+    tasks.spawn(async move {
+        housekeeping.housekeeping().await;
+        Ok(())
+    });
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => Ok(()),
+        _ = sigterm.recv() => Ok(()),
+        Some(done) = tasks.join_next() => match done {
+            Ok(result) => result,
+            Err(e) => Err(std::io::Error::other(e)),
+        },
+    }
+}

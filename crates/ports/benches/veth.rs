@@ -1,0 +1,195 @@
+//! Forwarding benchmark: frames enter veth `g0 -> f0`, one pinned thread receives them
+//! on `f0` and sends them out of `f1`, the kernel delivers them to `s0`.
+//! A generator thread pinned to the other core offers 60-byte frames as fast as it
+//! can. Needs root; runs in its own namespace.
+//!
+//! `cargo bench -p ports --bench veth` (HAIRPIN_BENCH_SECS sets the duration, default 5).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{is_root, test_frame, Netns};
+use ports::{AfPacketPort, PortCounters, PortOptions};
+
+const BURST: usize = 256;
+
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; the calls only change this thread's affinity.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
+            eprintln!(
+                "could not pin to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
+/// (rx_packets, rx_dropped) of an interface from the namespace's /proc/net/dev.
+fn kernel_rx(ifname: &str) -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap_or_default();
+    text.lines()
+        .find_map(|line| {
+            let (name, rest) = line.split_once(':')?;
+            (name.trim() == ifname).then(|| {
+                let cols: Vec<u64> = rest
+                    .split_whitespace()
+                    .filter_map(|c| c.parse().ok())
+                    .collect();
+                (
+                    cols.get(1).copied().unwrap_or(0),
+                    cols.get(3).copied().unwrap_or(0),
+                )
+            })
+        })
+        .unwrap_or((0, 0))
+}
+
+/// (user, system) CPU seconds the calling thread has used.
+fn thread_cpu() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / hz
+    };
+    (field(11), field(12))
+}
+
+fn generate(mut port: AfPacketPort, stop: Arc<AtomicBool>) -> PortCounters {
+    pin_to_cpu(0);
+    let frame = test_frame(1, 60);
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..BURST {
+            if !port.send(&frame) {
+                break;
+            }
+        }
+        let _ = port.flush();
+    }
+    port.stats()
+}
+
+fn forward(
+    mut rx: AfPacketPort,
+    mut tx: AfPacketPort,
+    stop: Arc<AtomicBool>,
+) -> (PortCounters, PortCounters, (f64, f64)) {
+    pin_to_cpu(1);
+    let mut scratch = vec![0u8; 65_536];
+    while !stop.load(Ordering::Relaxed) {
+        let n = rx.recv_burst(BURST, |frame| {
+            if frame.vlan.is_none() {
+                tx.send(frame.data);
+            } else if let Some(len) = frame.copy_restored(&mut scratch) {
+                tx.send(&scratch[..len]);
+            }
+        });
+        if n > 0 {
+            let _ = tx.flush();
+        }
+    }
+    // Let the generator stop first, then drain what is left.
+    std::thread::sleep(Duration::from_millis(50));
+    while rx.recv_burst(BURST, |frame| {
+        tx.send(frame.data);
+    }) > 0
+    {
+        let _ = tx.flush();
+    }
+    let _ = tx.flush();
+    (rx.stats(), tx.stats(), thread_cpu())
+}
+
+fn main() {
+    if !is_root("veth forwarding benchmark") {
+        return;
+    }
+    let secs: f64 = std::env::var("HAIRPIN_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0);
+    let ns = Netns::enter();
+    ns.veth("g0", "f0");
+    ns.veth("f1", "s0");
+    let opts = PortOptions::default();
+    let gen_port = AfPacketPort::open("g0", &opts).expect("open g0");
+    let rx = AfPacketPort::open("f0", &opts).expect("open f0");
+    let tx = AfPacketPort::open("f1", &opts).expect("open f1");
+    let (sink_before, sink_drop_before) = kernel_rx("s0");
+
+    let stop_gen = Arc::new(AtomicBool::new(false));
+    let stop_fwd = Arc::new(AtomicBool::new(false));
+    let forwarder = {
+        let stop = stop_fwd.clone();
+        std::thread::spawn(move || forward(rx, tx, stop))
+    };
+    let generator = {
+        let stop = stop_gen.clone();
+        std::thread::spawn(move || generate(gen_port, stop))
+    };
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    stop_gen.store(true, Ordering::Relaxed);
+    let offered = generator.join().expect("generator");
+    let elapsed = start.elapsed().as_secs_f64();
+    stop_fwd.store(true, Ordering::Relaxed);
+    let (fwd_rx, fwd_tx, (user, sys)) = forwarder.join().expect("forwarder");
+    let (sink_after, sink_drop_after) = kernel_rx("s0");
+    let (_, f0_drops) = kernel_rx("f0");
+    let delivered = sink_after - sink_before;
+
+    let mpps = |n: u64| n as f64 / elapsed / 1e6;
+    println!("veth forwarding, {elapsed:.2} s, 60-byte frames, burst {BURST}, generator CPU 0, forwarder CPU 1");
+    println!(
+        "  offered   (g0 tx)      {:>10}  {:.3} Mpps",
+        offered.tx_packets,
+        mpps(offered.tx_packets)
+    );
+    println!(
+        "  received  (f0 rx)      {:>10}  {:.3} Mpps",
+        fwd_rx.rx_packets,
+        mpps(fwd_rx.rx_packets)
+    );
+    println!(
+        "  forwarded (f1 tx)      {:>10}  {:.3} Mpps",
+        fwd_tx.tx_packets,
+        mpps(fwd_tx.tx_packets)
+    );
+    println!(
+        "  delivered (s0 rx)      {:>10}  {:.3} Mpps",
+        delivered,
+        mpps(delivered)
+    );
+    println!(
+        "  kernel drops: f0 rx ring full (tp_drops) {}, f0 netdev {}; s0 discards {} (no handler for the test EtherType: the sink, not a loss)",
+        fwd_rx.rx_dropped,
+        f0_drops,
+        sink_drop_after - sink_drop_before
+    );
+    let per_mpkt = |t: f64| t / (fwd_tx.tx_packets.max(1) as f64 / 1e6);
+    println!(
+        "  forwarder CPU: user {user:.2} s, kernel {sys:.2} s; per million forwarded: user {:.3} s, kernel {:.3} s",
+        per_mpkt(user),
+        per_mpkt(sys)
+    );
+    println!(
+        "  our drops: generator ring full {} (back-pressure), forwarder tx ring full {}, tx errors {}",
+        offered.tx_dropped, fwd_tx.tx_dropped, fwd_tx.tx_errors
+    );
+    drop(ns);
+}

@@ -1,0 +1,155 @@
+//! The TPACKET_V3 transmit ring: fixed-size slots that we fill and mark
+//! `TP_STATUS_SEND_REQUEST`; one `sendto` then sends every marked slot in order.
+//!
+//! The kernel walks the ring from its own head and stops at the first slot that is
+//! not marked, so our head must always equal the kernel's head plus the slots we
+//! marked since the last kick. `reclaim_unsent` keeps that true when a kick fails.
+
+use std::mem::offset_of;
+use std::sync::atomic::{fence, Ordering};
+
+use crate::offload::VNET_HDR_LEN;
+
+const STATUS: usize = offset_of!(libc::tpacket3_hdr, tp_status);
+const LEN: usize = offset_of!(libc::tpacket3_hdr, tp_len);
+const SNAPLEN: usize = offset_of!(libc::tpacket3_hdr, tp_snaplen);
+const NEXT_OFFSET: usize = offset_of!(libc::tpacket3_hdr, tp_next_offset);
+/// Where the kernel expects the frame to begin in a slot: the header rounded up to
+/// TPACKET_ALIGNMENT (the kernel's `tp_hdrlen - sizeof(struct sockaddr_ll)`).
+pub(crate) const DATA_OFFSET: usize = (size_of::<libc::tpacket3_hdr>() + libc::TPACKET_ALIGNMENT
+    - 1)
+    & !(libc::TPACKET_ALIGNMENT - 1);
+
+/// Why a frame could not be queued.
+pub(crate) enum PushError {
+    RingFull,
+    TooLong,
+}
+
+/// Cursor over the transmit ring; the memory belongs to the port's mapping.
+pub(crate) struct TxRing {
+    base: *mut u8,
+    block_size: usize,
+    frame_size: usize,
+    frames_per_block: usize,
+    frame_count: usize,
+    head: usize,
+    pending: usize,
+}
+
+// SAFETY: the ring is only reached through `&mut self` of its single owner.
+unsafe impl Send for TxRing {}
+
+impl TxRing {
+    /// # Safety
+    /// `base` must point to a TPACKET_V3 TX ring mapping laid out as `block_size`-byte
+    /// blocks of `frame_size`-byte slots, `frame_count` slots in all, that stays alive
+    /// (and is not accessed elsewhere) as long as the ring.
+    pub(crate) unsafe fn new(
+        base: *mut u8,
+        block_size: usize,
+        frame_size: usize,
+        frame_count: usize,
+    ) -> Self {
+        TxRing {
+            base,
+            block_size,
+            frame_size,
+            frames_per_block: block_size / frame_size,
+            frame_count,
+            head: 0,
+            pending: 0,
+        }
+    }
+
+    /// Largest frame a slot can carry.
+    pub(crate) fn max_frame_len(&self) -> usize {
+        self.frame_size - DATA_OFFSET - VNET_HDR_LEN
+    }
+
+    /// Slots marked since the last successful kick.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending
+    }
+
+    pub(crate) fn kicked(&mut self) {
+        self.pending = 0;
+    }
+
+    fn slot(&self, index: usize) -> *mut u8 {
+        // `index < frame_count`, so the slot lies inside the mapping.
+        let block = index / self.frames_per_block;
+        let within = index % self.frames_per_block;
+        self.base
+            .wrapping_add(block * self.block_size + within * self.frame_size)
+    }
+
+    fn status(&self, index: usize) -> u32 {
+        // SAFETY: the status word is inside slot `index`, 16-byte aligned.
+        unsafe { std::ptr::read_volatile(self.slot(index).add(STATUS).cast::<u32>()) }
+    }
+
+    fn set_status(&mut self, index: usize, status: u32) {
+        fence(Ordering::Release);
+        // SAFETY: as in `status`.
+        unsafe { std::ptr::write_volatile(self.slot(index).add(STATUS).cast::<u32>(), status) }
+    }
+
+    fn is_busy(status: u32) -> bool {
+        status & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING) != 0
+    }
+
+    /// Copies `frame` into the next free slot and marks it for sending.
+    pub(crate) fn push(&mut self, frame: &[u8]) -> Result<(), PushError> {
+        if frame.len() > self.max_frame_len() {
+            return Err(PushError::TooLong);
+        }
+        if Self::is_busy(self.status(self.head)) {
+            return Err(PushError::RingFull);
+        }
+        fence(Ordering::Acquire);
+        let slot = self.slot(self.head);
+        let len = (VNET_HDR_LEN + frame.len()) as u32;
+        // No offloads; `hdr_len` = the whole frame, so the kernel copies it into the
+        // socket buffer instead of pointing at ring pages (which veth must copy again,
+        // a page allocation per frame).
+        let mut vnet = [0u8; VNET_HDR_LEN];
+        vnet[2..4].copy_from_slice(&(frame.len() as u16).to_ne_bytes());
+        // SAFETY: the slot is free (not owned by the kernel), the header fields and
+        // `DATA_OFFSET + frame.len() <= frame_size` bytes lie inside it.
+        unsafe {
+            std::ptr::write_volatile(slot.add(LEN).cast::<u32>(), len);
+            std::ptr::write_volatile(slot.add(SNAPLEN).cast::<u32>(), len);
+            std::ptr::write_volatile(slot.add(NEXT_OFFSET).cast::<u32>(), 0);
+            std::ptr::copy_nonoverlapping(vnet.as_ptr(), slot.add(DATA_OFFSET), VNET_HDR_LEN);
+            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(DATA_OFFSET + VNET_HDR_LEN), frame.len());
+        }
+        self.set_status(self.head, libc::TP_STATUS_SEND_REQUEST);
+        self.head = (self.head + 1) % self.frame_count;
+        self.pending += 1;
+        Ok(())
+    }
+
+    /// After a kick the kernel refused (link down), takes back the slots still marked
+    /// for sending so stale frames do not leave later; returns (frames, bytes).
+    ///
+    /// Only sound while no `sendto` runs on the socket, which `&mut self` of the port
+    /// guarantees: the kernel reads the ring only inside that call.
+    pub(crate) fn reclaim_unsent(&mut self) -> (u64, u64) {
+        let (mut frames, mut bytes) = (0u64, 0u64);
+        for _ in 0..self.frame_count {
+            let prev = (self.head + self.frame_count - 1) % self.frame_count;
+            if self.status(prev) != libc::TP_STATUS_SEND_REQUEST {
+                break;
+            }
+            // SAFETY: the slot is marked but not yet taken by the kernel.
+            let len = unsafe { std::ptr::read_volatile(self.slot(prev).add(LEN).cast::<u32>()) };
+            self.set_status(prev, libc::TP_STATUS_AVAILABLE);
+            self.head = prev;
+            frames += 1;
+            bytes += u64::from(len).saturating_sub(VNET_HDR_LEN as u64);
+        }
+        self.pending = 0;
+        (frames, bytes)
+    }
+}

@@ -1,0 +1,25 @@
+//! Packet I/O for Hairpin: Linux interfaces as OpenFlow ports.
+//!
+//! - [`AfPacketPort`]: AF_PACKET with TPACKET_V3 receive and transmit rings, batching,
+//!   optional fanout, qdisc bypass; outer VLAN tags the kernel strips are handed back.
+//! - [`TapPort`]: a TAP device for the OpenFlow LOCAL port.
+//! - [`PcapWriter`] / [`PcapReader`]: classic pcap files for debugging and replay.
+//! - [`LinkMonitor`], [`link_info`]: interface state through netlink and ioctls.
+//!
+//! Both port kinds implement [`PacketPort`]; [`AnyPort`] holds either.
+
+mod afpacket;
+mod frame;
+mod link;
+mod offload;
+mod pcap;
+mod port;
+mod sys;
+mod tap;
+
+pub use afpacket::{AfPacketPort, PortOptions};
+pub use frame::{PortCounters, RxFrame, VlanTag, ETH_HEADER_LEN, VLAN_TAG_LEN};
+pub use link::{link_info, set_link_up, LinkChange, LinkEvent, LinkInfo, LinkMonitor};
+pub use pcap::{PcapReader, PcapRecord, PcapWriter, TimestampPrecision};
+pub use port::{AnyPort, PacketPort};
+pub use tap::TapPort;

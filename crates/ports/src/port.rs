@@ -1,0 +1,92 @@
+//! The shape every port shares, so the datapath can drive them alike.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use crate::frame::{PortCounters, RxFrame};
+use crate::{AfPacketPort, TapPort};
+
+/// Batch receive, queued send with one kick per batch, an fd to sleep on, counters.
+pub trait PacketPort {
+    /// Hands up to `max` received frames to `f`; returns how many.
+    fn recv_burst<F: FnMut(RxFrame<'_>)>(&mut self, max: usize, f: F) -> usize;
+    /// Queues a frame; `false` means it was dropped (and counted).
+    fn send(&mut self, frame: &[u8]) -> bool;
+    /// Sends whatever [`send`](Self::send) queued.
+    fn flush(&mut self) -> io::Result<()>;
+    /// Readable when frames wait.
+    fn fd(&self) -> RawFd;
+    fn stats(&self) -> PortCounters;
+    fn ifindex(&self) -> u32;
+    fn mtu(&self) -> u32;
+}
+
+macro_rules! delegate_port {
+    ($ty:ty) => {
+        impl PacketPort for $ty {
+            fn recv_burst<F: FnMut(RxFrame<'_>)>(&mut self, max: usize, f: F) -> usize {
+                <$ty>::recv_burst(self, max, f)
+            }
+            fn send(&mut self, frame: &[u8]) -> bool {
+                <$ty>::send(self, frame)
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                <$ty>::flush(self)
+            }
+            fn fd(&self) -> RawFd {
+                <$ty>::fd(self)
+            }
+            fn stats(&self) -> PortCounters {
+                <$ty>::stats(self)
+            }
+            fn ifindex(&self) -> u32 {
+                <$ty>::ifindex(self)
+            }
+            fn mtu(&self) -> u32 {
+                <$ty>::mtu(self)
+            }
+        }
+    };
+}
+
+delegate_port!(AfPacketPort);
+delegate_port!(TapPort);
+
+/// Either kind of port, for tables of ports without dynamic dispatch per packet.
+pub enum AnyPort {
+    AfPacket(AfPacketPort),
+    Tap(TapPort),
+}
+
+macro_rules! each_port {
+    ($self:expr, $port:ident => $body:expr) => {
+        match $self {
+            AnyPort::AfPacket($port) => $body,
+            AnyPort::Tap($port) => $body,
+        }
+    };
+}
+
+impl PacketPort for AnyPort {
+    fn recv_burst<F: FnMut(RxFrame<'_>)>(&mut self, max: usize, f: F) -> usize {
+        each_port!(self, p => p.recv_burst(max, f))
+    }
+    fn send(&mut self, frame: &[u8]) -> bool {
+        each_port!(self, p => p.send(frame))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        each_port!(self, p => p.flush())
+    }
+    fn fd(&self) -> RawFd {
+        each_port!(self, p => p.fd())
+    }
+    fn stats(&self) -> PortCounters {
+        each_port!(self, p => p.stats())
+    }
+    fn ifindex(&self) -> u32 {
+        each_port!(self, p => p.ifindex())
+    }
+    fn mtu(&self) -> u32 {
+        each_port!(self, p => p.mtu())
+    }
+}

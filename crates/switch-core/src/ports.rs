@@ -1,0 +1,131 @@
+//! The OpenFlow ports the controller sees: descriptions, config bits, link state, and the
+//! PORT_STATUS each change announces.
+
+use std::collections::BTreeMap;
+
+use dataplane::datapath::{Op, PortConfig as DpPortConfig, PortInfo};
+use ofp::{OfpError, Port, PortConfig, PortMod, PortModFailedCode, PortState, PortStatus};
+
+/// Config bits a PORT_MOD may change.
+const SETTABLE: u32 = PortConfig::PORT_DOWN.0
+    | PortConfig::NO_RECV.0
+    | PortConfig::NO_FWD.0
+    | PortConfig::NO_PACKET_IN.0;
+
+/// One port with the time it was added (for port stats durations).
+#[derive(Clone, Debug)]
+pub struct PortEntry {
+    pub desc: Port,
+    pub created_ns: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct PortTable {
+    ports: BTreeMap<u32, PortEntry>,
+}
+
+fn datapath_info(desc: &Port) -> PortInfo {
+    let config = desc.config;
+    PortInfo {
+        config: DpPortConfig {
+            down: config.contains(PortConfig::PORT_DOWN),
+            no_recv: config.contains(PortConfig::NO_RECV),
+            no_fwd: config.contains(PortConfig::NO_FWD),
+            no_packet_in: config.contains(PortConfig::NO_PACKET_IN),
+        },
+        live: desc.state.contains(PortState::LIVE),
+        vlan_mode: None,
+    }
+}
+
+fn status(reason: u8, desc: &Port) -> PortStatus {
+    PortStatus {
+        reason,
+        desc: desc.clone(),
+    }
+}
+
+fn set_op(desc: &Port) -> Op {
+    Op::SetPort {
+        port_no: desc.port_no,
+        info: datapath_info(desc),
+    }
+}
+
+impl PortTable {
+    pub fn get(&self, port_no: u32) -> Option<&PortEntry> {
+        self.ports.get(&port_no)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &PortEntry> {
+        self.ports.values()
+    }
+
+    /// Adds (or replaces) a port; returns the PORT_STATUS ADD and the datapath op.
+    pub fn add(&mut self, desc: Port, now_ns: u64) -> (PortStatus, Op) {
+        let announce = status(ofp::OFPPR_ADD, &desc);
+        let op = set_op(&desc);
+        self.ports.insert(
+            desc.port_no,
+            PortEntry {
+                desc,
+                created_ns: now_ns,
+            },
+        );
+        (announce, op)
+    }
+
+    /// Removes a port; returns the PORT_STATUS DELETE and the datapath op.
+    pub fn remove(&mut self, port_no: u32) -> Option<(PortStatus, Op)> {
+        let entry = self.ports.remove(&port_no)?;
+        Some((
+            status(ofp::OFPPR_DELETE, &entry.desc),
+            Op::RemovePort { port_no },
+        ))
+    }
+
+    /// Follows a link going up or down; `None` when nothing changed.
+    pub fn set_link(&mut self, port_no: u32, up: bool) -> Option<(PortStatus, Op)> {
+        let entry = self.ports.get_mut(&port_no)?;
+        let state = if up {
+            PortState::LIVE
+        } else {
+            PortState::LINK_DOWN
+        };
+        if entry.desc.state == state {
+            return None;
+        }
+        entry.desc.state = state;
+        Some((status(ofp::OFPPR_MODIFY, &entry.desc), set_op(&entry.desc)))
+    }
+
+    /// PORT_MOD: checks port, hardware address and config bits, then applies the masked
+    /// config change. A change announces PORT_STATUS MODIFY.
+    pub fn modify(&mut self, pm: &PortMod) -> Result<(Option<PortStatus>, Option<Op>), OfpError> {
+        let entry = self
+            .ports
+            .get_mut(&pm.port_no)
+            .ok_or(OfpError::PortModFailed(PortModFailedCode::BadPort))?;
+        if entry.desc.hw_addr != pm.hw_addr {
+            return Err(OfpError::PortModFailed(PortModFailedCode::BadHwAddr));
+        }
+        if (pm.config.0 | pm.mask.0) & !SETTABLE != 0 {
+            return Err(OfpError::PortModFailed(PortModFailedCode::BadConfig));
+        }
+        if pm.advertise != 0 && pm.advertise & !entry.desc.supported != 0 {
+            return Err(OfpError::PortModFailed(PortModFailedCode::BadAdvertise));
+        }
+        let config = PortConfig((entry.desc.config.0 & !pm.mask.0) | (pm.config.0 & pm.mask.0));
+        if pm.advertise != 0 {
+            entry.desc.advertised = pm.advertise;
+        }
+        if config == entry.desc.config {
+            return Ok((None, None));
+        }
+        entry.desc.config = config;
+        Ok((
+            Some(status(ofp::OFPPR_MODIFY, &entry.desc)),
+            Some(set_op(&entry.desc)),
+        ))
+    }
+}

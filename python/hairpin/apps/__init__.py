@@ -1,0 +1,1 @@
+"""os-ken applications shipped with Hairpin."""

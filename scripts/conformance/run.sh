@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Runs the os-ken switch test tool (os_ken/tests/switch/tester.py, OpenFlow 1.3 sets) against a
+# target switch, with an Open vSwitch netdev bridge as the tester switch, and prints the pass
+# count of each set.
+#
+# Topology (each set gets a fresh one):
+#   namespace <prefix>-ctl: osken-manager (the tester app) on 0.0.0.0:PORT, and the target switch
+#       with OpenFlow ports 1,2,3 = t1,t2,t3, connecting to tcp:127.0.0.1:PORT
+#   namespace <prefix>-tst: OVS tester bridge with ports 1,2,3 = s1,s2,s3 (cabled to t1,t2,t3),
+#       connecting to tcp:10.254.0.1:PORT over a control cable (c0 <-> c0)
+#
+# Usage: scripts/conformance/run.sh [--target ovs|hairpind] [--sets match,action,group,meter]
+#            [--target-dpid HEX] [--tester-dpid HEX] [--port N] [--out DIR]
+# A new target is a function start_target_NAME that starts the switch in namespace $CTL_NS with
+# ports t1 t2 t3 as 1 2 3 and datapath id $TARGET_DPID, connecting to tcp:127.0.0.1:$OF_PORT.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$HERE/../lib/common.sh"
+source "$HERE/../lib/netns.sh"
+source "$HERE/../lib/ovs.sh"
+
+TARGET=ovs
+SETS=match,action,group,meter
+TARGET_DPID=0000000000000001
+TESTER_DPID=0000000000000002
+OF_PORT=16690
+OUT=${TMPDIR:-/tmp}/hairpin-conformance
+VENV=${HAIRPIN_VENV:-$HP_REPO/.venv}
+HAIRPIND=${HAIRPIND:-$HP_REPO/target/release/hairpind}
+
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+
+while (($#)); do
+    case $1 in
+        --target) TARGET=$2; shift 2 ;;
+        --sets) SETS=$2; shift 2 ;;
+        --target-dpid) TARGET_DPID=$2; shift 2 ;;
+        --tester-dpid) TESTER_DPID=$2; shift 2 ;;
+        --port) OF_PORT=$2; shift 2 ;;
+        --out) OUT=$2; shift 2 ;;
+        -h | --help) usage ;;
+        *) usage 2 >&2 ;;
+    esac
+done
+
+start_target_ovs() {
+    ovs_start "$PREFIX-target" "$CTL_NS"
+    ovs_add_bridge "$PREFIX-target" br0 "0x$TARGET_DPID" t1 t2 t3
+    ovs_set_controller "$PREFIX-target" br0 "tcp:127.0.0.1:$OF_PORT"
+}
+
+start_target_hairpind() {
+    [[ -x $HAIRPIND ]] || hp_die "no hairpind at $HAIRPIND (cargo build --release, or set HAIRPIND)"
+    ip netns exec "$CTL_NS" "$HAIRPIND" --datapath-id "$TARGET_DPID" \
+        --controller "tcp:127.0.0.1:$OF_PORT" --port 1=t1 --port 2=t2 --port 3=t3 \
+        >"$OUT/$SET-hairpind.log" 2>&1 &
+    hp_on_exit "kill $! 2>/dev/null; wait $! 2>/dev/null"
+}
+
+# run_set SET: one set on a fresh topology; prints "SET: passed/total (seconds)".
+run_set() {
+    SET=$1
+    PREFIX=$(hp_unique_prefix)
+    CTL_NS=$PREFIX-ctl
+    local tst_ns=$PREFIX-tst log=$OUT/$SET.log start=$SECONDS
+    local dir
+    dir=$("$VENV/bin/python" -c 'import os_ken.tests.switch as t, os; print(os.path.dirname(t.__file__))')/of13/$SET
+    [[ -d $dir ]] || hp_die "no test set $dir"
+
+    netns_create "$CTL_NS"
+    netns_create "$tst_ns"
+    netns_link "$CTL_NS" t1 "$tst_ns" s1
+    netns_link "$CTL_NS" t2 "$tst_ns" s2
+    netns_link "$CTL_NS" t3 "$tst_ns" s3
+    netns_link "$CTL_NS" c0 "$tst_ns" c0
+    ip -n "$CTL_NS" addr add 10.254.0.1/30 dev c0
+    ip -n "$tst_ns" addr add 10.254.0.2/30 dev c0
+
+    ovs_start "$PREFIX-tester" "$tst_ns"
+    ovs_add_bridge "$PREFIX-tester" br0 "0x$TESTER_DPID" s1 s2 s3
+    "start_target_$TARGET"
+    ovs_set_controller "$PREFIX-tester" br0 "tcp:10.254.0.1:$OF_PORT"
+
+    hp_log "$SET: running (log: $log)"
+    ip netns exec "$CTL_NS" "$VENV/bin/osken-manager" --ofp-tcp-listen-port "$OF_PORT" \
+        --test-switch-target "$TARGET_DPID" --test-switch-tester "$TESTER_DPID" \
+        --test-switch-dir "$dir" os_ken.tests.switch.tester >"$log" 2>&1 || true
+    hp_run_cleanup
+    hp_install_cleanup_trap
+
+    local passed failed
+    passed=$(sed -n 's/^OK(\([0-9]*\)) \/ ERROR(\([0-9]*\))$/\1/p' "$log")
+    failed=$(sed -n 's/^OK(\([0-9]*\)) \/ ERROR(\([0-9]*\))$/\2/p' "$log")
+    if [[ -z $passed ]]; then
+        printf '%s: no report (tester stopped early, see %s) (%ds)\n' "$SET" "$log" $((SECONDS - start))
+    else
+        printf '%s: %d/%d passed (%ds)\n' "$SET" "$passed" $((passed + failed)) $((SECONDS - start))
+    fi
+}
+
+hp_require_root
+[[ -x $VENV/bin/osken-manager ]] || hp_die "no osken-manager in $VENV: run scripts/setup.sh"
+declare -F "start_target_$TARGET" >/dev/null || hp_die "unknown target $TARGET"
+mkdir -p "$OUT"
+hp_install_cleanup_trap
+IFS=, read -ra set_list <<<"$SETS"
+for set_name in "${set_list[@]}"; do
+    run_set "$set_name" | tee -a "$OUT/summary.txt"
+done
