@@ -85,7 +85,7 @@ fn handle_batch(
 }
 
 /// Serves one connection until the peer leaves, fails the handshake, or stops answering.
-pub(crate) async fn run<S>(shared: &Shared, conn: ConnId, stream: S)
+pub(crate) async fn run<S>(shared: &Shared, conn: ConnId, stream: S, active: bool)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -109,7 +109,7 @@ where
             }
             out.clear();
         }
-        if session.negotiated() && !counted {
+        if active && session.negotiated() && !counted {
             counted = true;
             shared.controllers.fetch_add(1, Ordering::Relaxed);
         }

@@ -51,7 +51,8 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     events: broadcast::Sender<Event>,
     next_conn: AtomicU64,
-    /// Connections with a controller that finished the handshake.
+    /// Connections to configured controllers (`--controller`) that finished the handshake;
+    /// fail modes look at these, not at passive clients such as ovs-ofctl.
     controllers: AtomicUsize,
     config: AgentConfig,
 }
@@ -107,7 +108,7 @@ impl Agent {
         f(&mut self.shared.lock().switch)
     }
 
-    /// Connections that completed the OpenFlow handshake.
+    /// Configured controllers currently connected (handshake done).
     pub fn connected(&self) -> usize {
         self.shared.controllers.load(Ordering::Relaxed)
     }
@@ -146,12 +147,12 @@ impl Agent {
                 ControllerTarget::Tcp(addr) => match TcpStream::connect(addr).await {
                     Ok(stream) => {
                         let _ = stream.set_nodelay(true);
-                        Ok(self.serve(stream).await)
+                        Ok(self.serve(stream, true).await)
                     }
                     Err(e) => Err(e),
                 },
                 ControllerTarget::Unix(path) => match UnixStream::connect(path).await {
-                    Ok(stream) => Ok(self.serve(stream).await),
+                    Ok(stream) => Ok(self.serve(stream, true).await),
                     Err(e) => Err(e),
                 },
             };
@@ -169,15 +170,16 @@ impl Agent {
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
     {
         let agent = self.clone();
-        tokio::spawn(async move { agent.serve(stream).await });
+        tokio::spawn(async move { agent.serve(stream, false).await });
     }
 
-    async fn serve<S>(&self, stream: S)
+    /// Serves one connection; `active` marks a configured controller.
+    async fn serve<S>(&self, stream: S, active: bool)
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     {
         let conn = self.shared.next_conn.fetch_add(1, Ordering::Relaxed);
-        connection::run(&self.shared, conn, stream).await;
+        connection::run(&self.shared, conn, stream, active).await;
     }
 
     /// Expires flows and publishes pending changes on a fixed period, forever.

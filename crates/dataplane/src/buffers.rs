@@ -324,6 +324,31 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_store_and_take() {
+        let p = std::sync::Arc::new(pool(64, 1_000_000));
+        let workers: Vec<_> = (0..4u8)
+            .map(|w| {
+                let p = std::sync::Arc::clone(&p);
+                std::thread::spawn(move || {
+                    let mut ok = 0;
+                    for i in 0..2000u64 {
+                        if let Some(id) = p.store(&[w, i as u8], i) {
+                            ok += usize::from(p.take(id) == Ok(vec![w, i as u8]));
+                        }
+                    }
+                    ok
+                })
+            })
+            .collect();
+        let total: usize = workers.into_iter().map(|h| h.join().unwrap_or(0)).sum();
+        assert_eq!(
+            total, 8000,
+            "every stored packet comes back intact to its owner"
+        );
+        assert_eq!(p.in_use(), 0);
+    }
+
+    #[test]
     fn too_long_packets_are_not_buffered() {
         let p = pool(2, 10);
         assert_eq!(p.store(&[0; 65], 0), None);

@@ -1,9 +1,9 @@
 //! Group semantics: bucket liveness and selection (OpenFlow 1.3 section 5.6).
 
-use crate::actions::ActionSet;
+use crate::program::action_set_order;
 use crate::classifier::hash::{hash_masked, Seed};
 use crate::datapath::{Bucket, Group, GroupType};
-use crate::ir::{port, Action, GROUP_ANY};
+use crate::ir::{port, GROUP_ANY};
 use crate::key::{FlowKey, KEY_WORDS};
 use crate::state::State;
 
@@ -29,7 +29,7 @@ pub(crate) fn flow_hash(key: &FlowKey) -> u64 {
 }
 
 fn port_live(state: &State, port_no: u32) -> bool {
-    port_no == port::ANY || state.ports.get(&port_no).is_some_and(|p| p.info.live && !p.info.config.down)
+    port_no == port::ANY || state.ports.get(port_no).is_some_and(|p| p.info.live && !p.info.config.down)
 }
 
 /// Whether a bucket's watched port and group are live.
@@ -101,19 +101,6 @@ fn write_first(out: &mut [usize], i: usize) -> usize {
 
 /// Rewrites every bucket's actions into action-set order (a bucket is an action set).
 pub(crate) fn normalize(group: &Group) -> Group {
-    let buckets = group
-        .buckets
-        .iter()
-        .map(|b| {
-            let mut set = ActionSet::default();
-            set.write(&b.actions);
-            let mut actions: Vec<Action> = Vec::with_capacity(b.actions.len());
-            set.for_each(|a| {
-                actions.push(a);
-                true
-            });
-            Bucket { actions, ..b.clone() }
-        })
-        .collect();
+    let buckets = group.buckets.iter().map(|b| Bucket { actions: action_set_order(&b.actions), ..b.clone() }).collect();
     Group { kind: group.kind, buckets, counters: group.counters.clone() }
 }

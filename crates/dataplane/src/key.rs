@@ -96,22 +96,44 @@ pub struct Layout {
 
 impl Default for Layout {
     fn default() -> Self {
-        Self {
-            vlan: NO_OFFSET,
-            eth_type: NO_OFFSET,
-            pbb: NO_OFFSET,
-            mpls: NO_OFFSET,
-            l3: NO_OFFSET,
-            l4: NO_OFFSET,
-            l3_end: NO_OFFSET,
-            ip_ttl: 0,
-            mpls_ttl: 0,
-            vlan_tags: 0,
-            frag: 0,
-            depth: ParseDepth::L2,
-        }
+        Self::EMPTY
     }
 }
+
+impl Layout {
+    /// Nothing parsed yet: every offset absent.
+    pub const EMPTY: Layout = Layout {
+        vlan: NO_OFFSET,
+        eth_type: NO_OFFSET,
+        pbb: NO_OFFSET,
+        mpls: NO_OFFSET,
+        l3: NO_OFFSET,
+        l4: NO_OFFSET,
+        l3_end: NO_OFFSET,
+        ip_ttl: 0,
+        mpls_ttl: 0,
+        vlan_tags: 0,
+        frag: 0,
+        depth: ParseDepth::L2,
+    };
+}
+
+/// Types of key fields, with their zero usable in const context.
+trait ConstZero {
+    const ZERO: Self;
+}
+
+macro_rules! const_zero {
+    ($($t:ty = $z:expr),*) => {$( impl ConstZero for $t { const ZERO: Self = $z; } )*};
+}
+const_zero!(
+    u8 = 0,
+    u16 = 0,
+    u32 = 0,
+    u64 = 0,
+    [u8; 6] = [0; 6],
+    [u8; 16] = [0; 16]
+);
 
 /// Declares [`FlowKey`] with its matchable fields in order and checks at compile time that
 /// they are contiguous (no padding), so [`FlowKey::words`] only ever reads initialised bytes.
@@ -131,6 +153,16 @@ macro_rules! flow_key {
             pub pad: [u8; 4],
             /// Non-matchable bookkeeping.
             pub layout: Layout,
+        }
+
+        impl FlowKey {
+            /// The all-zero key with an empty layout (same as `default()`, usable in const
+            /// context so resetting a key compiles to plain stores).
+            pub const EMPTY: FlowKey = FlowKey {
+                $( $name: <$ty as ConstZero>::ZERO, )*
+                pad: [0; 4],
+                layout: Layout::EMPTY,
+            };
         }
 
         const _: () = {
@@ -697,6 +729,7 @@ mod tests {
     #[test]
     fn layout_is_word_sized() {
         assert_eq!(size_of::<FlowKey>() % 8, 0);
+        assert_eq!(FlowKey::EMPTY, FlowKey::default());
         assert_eq!(offset_of!(FlowKey, layout), KEY_WORDS * 8);
     }
 
@@ -814,6 +847,33 @@ mod tests {
         let mac = [1, 2, 3, 4, 5, 6];
         assert_eq!(FieldValue::mac(mac).to_mac(), mac);
         assert_eq!(FieldValue::mac(mac).0, 0x0102_0304_0506);
+    }
+
+    fn field_strategy() -> impl proptest::strategy::Strategy<Value = Field> {
+        proptest::sample::select(Field::ALL.to_vec())
+    }
+
+    proptest::proptest! {
+        /// `matches` over words agrees with a field-by-field masked comparison.
+        #[test]
+        fn word_match_equals_field_match(
+            fields in proptest::collection::vec((field_strategy(), proptest::num::u128::ANY, proptest::num::u128::ANY), 0..6),
+            packet in proptest::collection::vec((field_strategy(), proptest::num::u128::ANY), 0..12),
+            copy_from_match in proptest::bool::ANY,
+        ) {
+            let mut m = Match::any();
+            for &(f, v, mask) in &fields {
+                m.set(f, FieldValue(v), Some(FieldValue(mask)));
+            }
+            let mut k = if copy_from_match { m.key } else { FlowKey::default() };
+            for &(f, v) in &packet {
+                f.set_in(&mut k, &FieldValue(v));
+            }
+            let by_field = Field::ALL.iter().all(|f| {
+                f.get(&k).0 & f.get(&m.mask).0 == f.get(&m.key).0
+            });
+            proptest::prop_assert_eq!(m.matches(&k), by_field);
+        }
     }
 
     #[test]

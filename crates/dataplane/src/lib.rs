@@ -16,5 +16,6 @@ pub mod meter;
 pub mod normal;
 pub mod parse;
 mod pipeline;
+mod program;
 mod state;
 pub mod template;

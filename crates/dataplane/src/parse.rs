@@ -157,7 +157,7 @@ pub fn parse_to(pkt: &[u8], in_port: u32, depth: ParseDepth, key: &mut FlowKey) 
     *key = FlowKey {
         in_port,
         in_phy_port: in_port,
-        ..FlowKey::default()
+        ..FlowKey::EMPTY
     };
     let l2 = if pkt.len() >= usize::from(NO_OFFSET) {
         Err(ParseError::FrameTooLong)
@@ -1014,6 +1014,17 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_jumbogram_is_bounded_by_the_frame() {
+        // Hop-by-hop with a Jumbo Payload option (type 0xc2) and a zero payload length.
+        let hop = [17, 0, 0xc2, 4, 0, 0, 0, 16];
+        let mut p = cat(&[&eth(0x86dd), &ipv6(0, &cat(&[&hop, &udp(9, 10, &[])]))]);
+        p[18..20].copy_from_slice(&[0, 0]);
+        let (k, r) = parsed(&p);
+        assert_eq!((r, k.ipv6_exthdr, k.tp_src), (Ok(()), exthdr::HOP, 9));
+        assert_eq!(usize::from(k.layout.l3_end), p.len());
+    }
+
+    #[test]
     fn ipv6_bounds() {
         let long_chain: Vec<u8> = (0..20).flat_map(|_| ext(60, 0)).collect();
         let p = cat(&[&eth(0x86dd), &ipv6(60, &long_chain)]);
@@ -1202,6 +1213,55 @@ mod tests {
             let _ = parse_to(&frame, 7, ParseDepth::L2, &mut staged);
             let _ = parse_deeper(&frame, ParseDepth::L4, &mut staged);
             prop_assert_eq!(staged, k);
+        }
+
+        /// Frames built from random field values parse back to exactly those values.
+        #[test]
+        fn built_frames_round_trip(
+            dst in any::<[u8; 6]>(), src in any::<[u8; 6]>(),
+            tag in proptest::option::of((0u16..8, 0u16..4096)),
+            v6 in any::<bool>(), tcp_proto in any::<bool>(),
+            ip_src in any::<[u8; 16]>(), ip_dst in any::<[u8; 16]>(),
+            tos in any::<u8>(), ttl in any::<u8>(), flabel in 0u32..(1 << 20),
+            sport in any::<u16>(), dport in any::<u16>(),
+        ) {
+            let mut p = Vec::new();
+            p.extend_from_slice(&dst);
+            p.extend_from_slice(&src);
+            if let Some((pcp, vid)) = tag {
+                p.extend_from_slice(&[0x81, 0x00]);
+                p.extend_from_slice(&((pcp << 13) | vid).to_be_bytes());
+            }
+            let (proto, l4) = if tcp_proto { (6, tcp(sport, dport, 5)) } else { (17, udp(sport, dport, &[7; 5])) };
+            if v6 {
+                p.extend_from_slice(&[0x86, 0xdd]);
+                let vtc = 0x6000_0000u32 | (u32::from(tos) << 20) | flabel;
+                p.extend_from_slice(&vtc.to_be_bytes());
+                p.extend_from_slice(&(l4.len() as u16).to_be_bytes());
+                p.extend_from_slice(&[proto, ttl]);
+                p.extend_from_slice(&ip_src);
+                p.extend_from_slice(&ip_dst);
+            } else {
+                p.extend_from_slice(&[0x08, 0x00, 0x45, tos]);
+                p.extend_from_slice(&(20 + l4.len() as u16).to_be_bytes());
+                p.extend_from_slice(&[0, 0, 0, 0, ttl, proto, 0, 0]);
+                p.extend_from_slice(&ip_src[..8]);
+            }
+            p.extend_from_slice(&l4);
+            let (k, r) = parsed(&p);
+            prop_assert_eq!(r, Ok(()));
+            prop_assert_eq!((k.eth_dst, k.eth_src), (dst, src));
+            let want_vid = tag.map_or(0, |(_, vid)| vid | OFPVID_PRESENT);
+            prop_assert_eq!((k.vlan_vid, k.vlan_pcp), (want_vid, tag.map_or(0, |(pcp, _)| pcp as u8)));
+            prop_assert_eq!((k.ip_dscp, k.ip_ecn, k.ip_proto, k.layout.ip_ttl), (tos >> 2, tos & 3, proto, ttl));
+            prop_assert_eq!((k.tp_src, k.tp_dst), (sport, dport));
+            if v6 {
+                prop_assert_eq!((k.eth_type, k.ipv6_src, k.ipv6_dst, k.ipv6_flabel), (0x86dd, ip_src, ip_dst, flabel));
+            } else {
+                let a = u32::from_be_bytes([ip_src[0], ip_src[1], ip_src[2], ip_src[3]]);
+                let b = u32::from_be_bytes([ip_src[4], ip_src[5], ip_src[6], ip_src[7]]);
+                prop_assert_eq!((k.eth_type, k.ipv4_src, k.ipv4_dst), (0x0800, a, b));
+            }
         }
 
         #[test]

@@ -12,7 +12,7 @@ use crate::classifier::{LookupScratch, Words, NO_RULE};
 use crate::counters::ShardLease;
 use crate::datapath::{FlowId, FragHandling, Shared};
 use crate::group;
-use crate::ir::{port, Action, Instruction, NO_BUFFER_MAX_LEN};
+use crate::ir::{port, Action, NO_BUFFER_MAX_LEN};
 use crate::key::{frag, Field, FieldValue, FlowKey, ParseDepth};
 use crate::meter::{increase_drop_precedence, MeterVerdict};
 use crate::normal::{Forward, TagOp};
@@ -53,7 +53,6 @@ pub(crate) struct Scratch {
     lookup: LookupScratch,
     parse: ParseStats,
     pool: Vec<Vec<u8>>,
-    table_hits: Vec<(u64, u64)>,
     drops: Drops,
 }
 
@@ -71,7 +70,6 @@ impl Scratch {
             lookup: LookupScratch::default(),
             parse: ParseStats::default(),
             pool: (0..POOL_SIZE).map(|_| vec![0; COPY_HEADROOM + max_frame]).collect(),
-            table_hits: Vec::new(),
             drops: Drops::default(),
         }
     }
@@ -111,7 +109,7 @@ struct Env<'a, S> {
     depth: u8,
 }
 
-fn flush(shared: &Shared, drops: &mut Drops, table_hits: &mut [(u64, u64)]) {
+fn flush(shared: &Shared, drops: &mut Drops) {
     let d = &shared.drops;
     for (counter, n) in [
         (&d.malformed, drops.malformed),
@@ -126,19 +124,12 @@ fn flush(shared: &Shared, drops: &mut Drops, table_hits: &mut [(u64, u64)]) {
         }
     }
     *drops = Drops::default();
-    for (t, hits) in table_hits.iter_mut().enumerate() {
-        if hits.0 != 0 {
-            if let Some(c) = shared.tables.get(t) {
-                c.add(hits.0, hits.1);
-            }
-            *hits = (0, 0);
-        }
-    }
 }
 
 static ZERO_WORDS: Words = [0; crate::key::KEY_WORDS];
 
 /// Runs a batch through the pipeline.
+#[inline(never)]
 pub(crate) fn process<S: PacketSink>(
     state: &State,
     shared: &Shared,
@@ -150,7 +141,7 @@ pub(crate) fn process<S: PacketSink>(
 ) {
     let n = batch.len();
     let depth = state.parse_depth();
-    let Scratch { keys, sets, frames, at, live, sel, slots, lookup, parse, pool, table_hits, drops } = scratch;
+    let Scratch { keys, sets, frames, at, live, sel, slots, lookup, parse, pool, drops } = scratch;
     keys.resize(n, FlowKey::default());
     sets.resize_with(n, ActionSet::default);
     frames.resize(n, (0, 0));
@@ -159,7 +150,6 @@ pub(crate) fn process<S: PacketSink>(
     live.clear();
     live.resize(n, false);
     slots.resize(n, NO_RULE);
-    table_hits.resize(state.tables.len(), (0, 0));
 
     let mut last_port: Option<(u32, Option<&PortEntry>)> = None;
     for i in 0..n {
@@ -171,7 +161,7 @@ pub(crate) fn process<S: PacketSink>(
         let port = match last_port {
             Some((p, e)) if p == in_port => e,
             _ => {
-                let e = state.ports.get(&in_port);
+                let e = state.ports.get(in_port);
                 last_port = Some((in_port, e));
                 e
             }
@@ -249,12 +239,11 @@ pub(crate) fn process<S: PacketSink>(
                 _ => *l = false,
             }
         }
-        if let Some(h) = table_hits.get_mut(usize::from(table_id)) {
-            h.0 += sel.len() as u64;
-            h.1 += matched;
+        if let Some(c) = shared.tables.get(usize::from(table_id)) {
+            c.add(sel.len() as u64, matched);
         }
     }
-    flush(shared, drops, table_hits);
+    flush(shared, drops);
 }
 
 /// Runs a matched entry's instructions; returns the table to continue at, or `None` when the
@@ -268,41 +257,49 @@ fn run_entry<S: PacketSink>(
     table: u8,
 ) -> Option<u8> {
     let mut meta = Meta { in_port: key.in_port, table, flow: Some(entry.id), table_miss: entry.table_miss, queue: None };
-    let mut goto = None;
-    for ins in entry.instructions.iter() {
-        match ins {
-            Instruction::Meter(id) => {
-                let Some(meter) = env.state.meters.get(id) else { continue };
-                match meter.apply(env.now, frame.len) {
-                    MeterVerdict::Pass => {}
-                    MeterVerdict::Drop => {
-                        env.drops.meter += 1;
-                        return None;
-                    }
-                    MeterVerdict::RemarkDscp { prec_level } => {
-                        if key.eth_type == 0x0800 || key.eth_type == 0x86dd {
-                            let dscp = increase_drop_precedence(key.ip_dscp, prec_level);
-                            actions::set_field(frame, key, Field::IpDscp, FieldValue::from(dscp));
-                        }
-                    }
-                }
-            }
-            Instruction::ApplyActions(list) => {
-                if apply_list(env, frame, key, &mut meta, list) == Verdict::Drop {
+    let program = &entry.program;
+    if let Some(id) = program.meter {
+        if let Some(meter) = env.state.meters.get(&id) {
+            match meter.apply(env.now, frame.len) {
+                MeterVerdict::Pass => {}
+                MeterVerdict::Drop => {
+                    env.drops.meter += 1;
                     return None;
                 }
+                MeterVerdict::RemarkDscp { prec_level } => {
+                    if key.eth_type == 0x0800 || key.eth_type == 0x86dd {
+                        let dscp = increase_drop_precedence(key.ip_dscp, prec_level);
+                        actions::set_field(frame, key, Field::IpDscp, FieldValue::from(dscp));
+                    }
+                }
             }
-            Instruction::Insp { template_id, actions } => insp(env, frame, key, &meta, *template_id, actions),
-            Instruction::ClearActions => set.clear(),
-            Instruction::WriteActions(list) => set.write(list),
-            Instruction::WriteMetadata { value, mask } => key.metadata = (key.metadata & !mask) | (value & mask),
-            Instruction::GotoTable(t) => goto = Some(*t),
         }
     }
-    if goto.is_none() && !set.is_empty() {
+    let apply = program.apply();
+    if !apply.is_empty() && apply_list(env, frame, key, &mut meta, apply) == Verdict::Drop {
+        return None;
+    }
+    if let Some(step) = &program.insp {
+        insp(env, frame, key, &meta, step.template_id, &step.actions);
+    }
+    if program.clear {
+        set.clear();
+    }
+    if let Some((value, mask)) = program.metadata {
+        key.metadata = (key.metadata & !mask) | (value & mask);
+    }
+    if program.has_write {
+        if program.goto.is_none() && set.is_empty() {
+            // The set would hold exactly these actions and run now: run them directly.
+            run_sorted(env, frame, key, &mut meta, program.write());
+            return None;
+        }
+        set.write(program.write());
+    }
+    if program.goto.is_none() && !set.is_empty() {
         run_action_set(env, frame, key, set, &mut meta);
     }
-    goto
+    program.goto
 }
 
 fn run_action_set<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, set: &ActionSet, meta: &mut Meta) {
@@ -403,7 +400,7 @@ fn ttl_result<S: PacketSink>(env: &mut Env<'_, S>, frame: &Frame<'_>, key: &Flow
 
 /// Sends on a port if it exists and forwards; counts either way.
 fn transmit<S: PacketSink>(env: &mut Env<'_, S>, port_no: u32, frame: &[u8], meta: &Meta) {
-    let Some(p) = env.state.ports.get(&port_no) else {
+    let Some(p) = env.state.ports.get(port_no) else {
         env.drops.other += 1;
         return;
     };
@@ -423,7 +420,7 @@ fn output<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta
         port::IN_PORT => transmit(env, meta.in_port, frame, meta),
         port::FLOOD | port::ALL => {
             let state = env.state;
-            for (&p, _) in state.ports.iter().filter(|(&p, e)| p != meta.in_port && e.forwards()) {
+            for (p, _) in state.ports.iter().filter(|(p, e)| *p != meta.in_port && e.forwards()) {
                 transmit(env, p, frame, meta);
             }
         }
@@ -441,7 +438,7 @@ fn output<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta
 }
 
 fn packet_in<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta, reason: PacketInReason, max_len: u16) {
-    if env.state.ports.get(&meta.in_port).is_some_and(|p| p.info.config.no_packet_in) {
+    if env.state.ports.get(meta.in_port).is_some_and(|p| p.info.config.no_packet_in) {
         return;
     }
     let mut buffer_id = NO_BUFFER;
@@ -513,19 +510,20 @@ fn run_group<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &m
         let mut bucket_meta = *meta;
         if in_place && k + 1 == n && env.depth > 0 {
             env.depth -= 1;
-            apply_bucket(env, frame, key, &mut bucket_meta, &bucket.actions);
+            run_sorted(env, frame, key, &mut bucket_meta, &bucket.actions);
             env.depth += 1;
         } else {
             let mut copy_key = *key;
             with_copy(env, frame.bytes(), |env, copy| {
-                apply_bucket(env, copy, &mut copy_key, &mut bucket_meta, &bucket.actions);
+                run_sorted(env, copy, &mut copy_key, &mut bucket_meta, &bucket.actions);
             });
         }
     }
 }
 
-/// Bucket actions are stored in action-set order; the packet is finished afterwards.
-fn apply_bucket<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, list: &[Action]) {
+/// Runs actions already in action-set order (a bucket, or an entry's Write-Actions on an
+/// empty set); the packet is finished afterwards.
+fn run_sorted<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, list: &[Action]) {
     let count = list.len();
     for (i, a) in list.iter().enumerate() {
         if apply_one(env, frame, key, meta, *a, i + 1 == count) == Verdict::Drop {
@@ -653,7 +651,7 @@ pub(crate) fn packet_out<S: PacketSink>(
     frame: &[u8],
     sink: &mut S,
 ) {
-    let Scratch { parse, pool, drops, table_hits, .. } = scratch;
+    let Scratch { parse, pool, drops, .. } = scratch;
     let mut env = Env { state, shared, lease, now, sink, pool, drops, parse, depth: MAX_DEPTH };
     with_copy(&mut env, frame, |env, copy| {
         let mut key = FlowKey::default();
@@ -662,5 +660,5 @@ pub(crate) fn packet_out<S: PacketSink>(
         let mut meta = Meta { in_port, table: 0, flow: None, table_miss: false, queue: None };
         apply_list(env, copy, &mut key, &mut meta, list);
     });
-    flush(shared, drops, table_hits);
+    flush(shared, drops);
 }

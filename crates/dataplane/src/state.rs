@@ -8,6 +8,7 @@ use crate::datapath::{FlowId, Group, Op, PortInfo, SwitchConfig};
 use crate::ir::{Action, Instruction};
 use crate::key::{Field, ParseDepth};
 use crate::meter::Meter;
+use crate::program::Program;
 use crate::normal::{NormalPorts, PortVlanMode};
 use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
@@ -17,7 +18,7 @@ use std::sync::Arc;
 #[derive(Clone, Debug)]
 pub(crate) struct FlowEntry {
     pub id: FlowId,
-    pub instructions: Arc<[Instruction]>,
+    pub program: Program,
     pub counters: Arc<FlowCounters>,
     /// Priority 0 and match-all: a CONTROLLER output reports `NO_MATCH`.
     pub table_miss: bool,
@@ -37,6 +38,56 @@ impl PortEntry {
     /// Usable for forwarding: up, live and not `no_fwd`.
     pub fn forwards(&self) -> bool {
         !self.info.config.down && !self.info.config.no_fwd && self.info.live
+    }
+}
+
+/// Port numbers below this are looked up by index (the common case); others in a map.
+const DENSE_PORTS: usize = 1024;
+
+/// The ports, indexed for a per-packet lookup without a tree walk.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PortTable {
+    dense: Vec<Option<PortEntry>>,
+    sparse: BTreeMap<u32, PortEntry>,
+}
+
+impl PortTable {
+    #[inline(always)]
+    pub fn get(&self, port_no: u32) -> Option<&PortEntry> {
+        match self.dense.get(port_no as usize) {
+            Some(e) => e.as_ref(),
+            None if port_no as usize >= DENSE_PORTS => self.sparse.get(&port_no),
+            None => None,
+        }
+    }
+
+    fn insert(&mut self, port_no: u32, entry: PortEntry) {
+        let i = port_no as usize;
+        if i < DENSE_PORTS {
+            if self.dense.len() <= i {
+                self.dense.resize(i + 1, None);
+            }
+            if let Some(slot) = self.dense.get_mut(i) {
+                *slot = Some(entry);
+            }
+        } else {
+            self.sparse.insert(port_no, entry);
+        }
+    }
+
+    fn remove(&mut self, port_no: u32) {
+        match self.dense.get_mut(port_no as usize) {
+            Some(slot) => *slot = None,
+            None => {
+                self.sparse.remove(&port_no);
+            }
+        }
+    }
+
+    /// Every port in ascending number order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &PortEntry)> {
+        let dense = self.dense.iter().enumerate().filter_map(|(i, e)| Some((i as u32, e.as_ref()?)));
+        dense.chain(self.sparse.iter().map(|(p, e)| (*p, e)))
     }
 }
 
@@ -62,7 +113,7 @@ pub(crate) struct State {
     pub meters: SeededMap<u32, Arc<Meter>>,
     pub templates: SeededMap<u32, Arc<PacketTemplate>>,
     /// Ordered so FLOOD/ALL emit in port order.
-    pub ports: BTreeMap<u32, PortEntry>,
+    pub ports: PortTable,
     pub config: SwitchConfig,
     /// VLAN modes of the ports, for NORMAL.
     pub normal_ports: NormalPorts,
@@ -98,26 +149,6 @@ fn instructions_depth(instructions: &[Instruction]) -> ParseDepth {
         .unwrap_or(ParseDepth::L2)
 }
 
-/// Instructions in the order OpenFlow 1.3 section 5.9 executes them, whatever order the
-/// controller listed them in; InSP generates from the packet as Apply-Actions left it.
-fn canonical_order(instructions: &Arc<[Instruction]>) -> Arc<[Instruction]> {
-    let rank = |i: &Instruction| match i {
-        Instruction::Meter(_) => 0,
-        Instruction::ApplyActions(_) => 1,
-        Instruction::Insp { .. } => 2,
-        Instruction::ClearActions => 3,
-        Instruction::WriteActions(_) => 4,
-        Instruction::WriteMetadata { .. } => 5,
-        Instruction::GotoTable(_) => 6,
-    };
-    if instructions.is_sorted_by_key(rank) {
-        return Arc::clone(instructions);
-    }
-    let mut sorted = instructions.to_vec();
-    sorted.sort_by_key(rank);
-    sorted.into()
-}
-
 impl State {
     pub fn new(n_tables: u8) -> Self {
         State {
@@ -125,7 +156,7 @@ impl State {
             groups: SeededMap::default(),
             meters: SeededMap::default(),
             templates: SeededMap::default(),
-            ports: BTreeMap::new(),
+            ports: PortTable::default(),
             config: SwitchConfig::default(),
             normal_ports: NormalPorts::new(),
             depth_counts: [0; 3],
@@ -177,7 +208,7 @@ impl State {
                 let depth = match_depth.max(instructions_depth(instructions));
                 let entry = FlowEntry {
                     id: *id,
-                    instructions: canonical_order(instructions),
+                    program: Program::compile(instructions),
                     match_depth,
                     counters: Arc::clone(counters),
                     table_miss: *priority == 0 && match_.mask.words().iter().all(|w| *w == 0),
@@ -193,7 +224,7 @@ impl State {
                 let new_depth = instructions_depth(instructions);
                 let mut change = None;
                 if let Some(e) = self.tables.get_mut(usize::from(*table)).and_then(|t| t.payload_mut(id.0)) {
-                    e.instructions = canonical_order(instructions);
+                    e.program = Program::compile(instructions);
                     let old = e.depth;
                     e.depth = e.match_depth.max(new_depth);
                     change = Some((old, e.depth));
@@ -223,7 +254,7 @@ impl State {
             }
             Op::SetPort { .. } => {}
             Op::RemovePort { port_no } => {
-                self.ports.remove(port_no);
+                self.ports.remove(*port_no);
                 self.normal_ports.remove(*port_no);
             }
             Op::SetSwitchConfig { miss_send_len, invalid_ttl_to_controller, frag } => {

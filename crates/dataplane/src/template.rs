@@ -501,6 +501,40 @@ mod tests {
         assert_eq!(checksum::fold(checksum::add(pseudo, &out[54..62])), 0xffff);
     }
 
+    proptest::proptest! {
+        /// Any trigger and any valid template: no panic, a packet exactly when the trigger
+        /// covers every copy source, and the checksum ops always leave verifying sums.
+        #[test]
+        fn instantiate_is_total(
+            trigger in proptest::collection::vec(proptest::num::u8::ANY, 0..80),
+            src in 0usize..70,
+            len in 0usize..20,
+        ) {
+            let mut template = vec![0u8; 12];
+            template.extend_from_slice(&[0x08, 0x00]);
+            template.extend_from_slice(&ipv4_packet([1, 2, 3, 4], [5, 6, 7, 8], 9, 17, &[0; 28]));
+            let copies = vec![CopyOp { src_offset: src, dst_offset: 42, len }];
+            let sums = vec![
+                ChecksumOp { kind: ChecksumKind::Udp, start: 34, len: 28, dst_offset: 40 },
+                ChecksumOp { kind: ChecksumKind::Ipv4Header, start: 14, len: 20, dst_offset: 24 },
+            ];
+            let t = PacketTemplate::new(template, copies, sums);
+            proptest::prop_assert!(t.is_ok());
+            let Ok(t) = t else { return Ok(()) };
+            let mut out = [0u8; 62];
+            let r = t.instantiate(&trigger, &mut out);
+            if trigger.len() >= src + len {
+                proptest::prop_assert_eq!(r, Ok(62));
+                proptest::prop_assert_eq!(&out[42..42 + len], &trigger[src..src + len]);
+                proptest::prop_assert_eq!(checksum::checksum(&out[14..34]), 0);
+                let pseudo = checksum::pseudo_v4(0x0102_0304, 0x0506_0708, 17, 28);
+                proptest::prop_assert_eq!(checksum::fold(checksum::add(pseudo, &out[34..62])), 0xffff);
+            } else {
+                proptest::prop_assert_eq!(r, Err(InstantiateError::TriggerTooShort));
+            }
+        }
+    }
+
     #[test]
     fn invalid_templates_are_rejected() {
         let arp_t = arp(2, [0; 6], MAC_C, IP_C, [0; 6], [0; 4]);

@@ -1,38 +1,40 @@
-//! Datapath threads: each owns a datapath reader, receives from its ports in batches, runs the
-//! pipeline, transmits, and executes the packet-outs the agent queues. Packet-ins go to the
-//! agent as events.
+//! Datapath threads: each owns a datapath reader and its own socket on every port (several
+//! threads share an interface through a PACKET_FANOUT group). A thread receives in batches,
+//! runs the pipeline, transmits, and executes the packet-outs the agent queues. It polls while
+//! traffic flows and sleeps in poll(2) when idle, so an idle switch burns no core.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
-use std::time::Duration;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::{Arc, Mutex};
 
 use agent::session::Event;
 use agent::{Agent, EventSender};
-use dataplane::batch::{PacketInEvent, PacketSink};
+use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
 use dataplane::datapath::DatapathReader;
+use dataplane::ir::{port as reserved, Action};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
+use ports::{AnyPort, PacketPort};
 use switch_core::{PacketOutJob, PacketOutQueue};
 
+/// Packets per receive batch and per port per round.
+pub const BATCH: usize = 64;
 /// Packet-outs waiting for a datapath thread; beyond this the agent's queue refuses more,
 /// as a full OpenFlow channel would.
 pub const PACKET_OUT_QUEUE: usize = 4096;
+/// Empty rounds before a thread sleeps in poll(2).
+const SPIN_ROUNDS: u32 = 256;
+/// Longest sleep, so packet-outs queued while asleep wait at most this long.
+const IDLE_POLL_MS: i32 = 5;
 
 /// The agent's end of the packet-out queue.
-pub struct PacketOutSender(pub SyncSender<PacketOutJob>);
+pub struct PacketOutSender(pub std::sync::mpsc::SyncSender<PacketOutJob>);
 
 impl PacketOutQueue for PacketOutSender {
     fn submit(&mut self, job: PacketOutJob) {
-        if let Err(TrySendError::Full(_)) = self.0.try_send(job) {
-            // Dropped like a packet on a congested link; the datapath counts nothing here
-            // because the packet never entered it.
-        }
+        // A full queue drops the packet-out, as a congested OpenFlow channel would.
+        let _ = self.0.try_send(job);
     }
-}
-
-/// Delivers datapath results: frames to ports, packet-ins to the agent.
-pub struct Sink<'a> {
-    pub agent: &'a Agent,
-    pub events: &'a EventSender,
-    pub transmit: &'a mut dyn FnMut(u32, &[u8]),
 }
 
 /// The OpenFlow 1.3 packet-in match: in_port, plus in_phy_port, metadata and tunnel id
@@ -51,9 +53,59 @@ fn packet_in_match(ev: &PacketInEvent<'_>) -> Match {
     Match { fields }
 }
 
+/// A thread's ports, indexed by OpenFlow port number.
+pub struct PortSet {
+    ports: Vec<(u32, AnyPort)>,
+    local: Option<AnyPort>,
+}
+
+impl PortSet {
+    pub fn new(ports: Vec<(u32, AnyPort)>, local: Option<AnyPort>) -> Self {
+        Self { ports, local }
+    }
+
+    fn transmit(&mut self, port_no: u32, frame: &[u8]) {
+        let port = if port_no == reserved::LOCAL {
+            self.local.as_mut()
+        } else {
+            self.ports
+                .iter_mut()
+                .find(|(n, _)| *n == port_no)
+                .map(|(_, p)| p)
+        };
+        if let Some(port) = port {
+            port.send(frame);
+        }
+    }
+
+    fn flush(&mut self) {
+        for (_, port) in &mut self.ports {
+            let _ = port.flush();
+        }
+        if let Some(local) = &mut self.local {
+            let _ = local.flush();
+        }
+    }
+
+    fn fds(&self) -> Vec<RawFd> {
+        self.ports
+            .iter()
+            .map(|(_, p)| p.fd())
+            .chain(self.local.iter().map(PacketPort::fd))
+            .collect()
+    }
+}
+
+/// Delivers datapath results: frames to ports, packet-ins to the agent.
+struct Sink<'a> {
+    agent: &'a Agent,
+    events: &'a EventSender,
+    ports: &'a mut PortSet,
+}
+
 impl PacketSink for Sink<'_> {
     fn output(&mut self, port: u32, frame: &[u8]) {
-        (self.transmit)(port, frame);
+        self.ports.transmit(port, frame);
     }
 
     fn packet_in(&mut self, ev: &PacketInEvent<'_>) {
@@ -76,23 +128,115 @@ impl PacketSink for Sink<'_> {
     }
 }
 
-/// Runs packet-outs for a switch without ports, until the agent goes away.
-pub fn run_without_ports(agent: Agent, mut reader: DatapathReader, jobs: Receiver<PacketOutJob>) {
-    let events = agent.events();
-    let mut discard = |_: u32, _: &[u8]| {};
+/// What a datapath thread needs from the rest of the daemon.
+pub struct ThreadContext {
+    pub agent: Agent,
+    pub reader: DatapathReader,
+    pub ports: PortSet,
+    /// Packet-outs; shared by the threads, taken by whichever is awake.
+    pub jobs: Arc<Mutex<Receiver<PacketOutJob>>>,
+    /// Fail-standalone: with no controller connected, act as a learning switch.
+    pub standalone: bool,
+    pub stop: Arc<AtomicBool>,
+}
+
+const NORMAL: [Action; 1] = [Action::Output {
+    port: reserved::NORMAL,
+    max_len: 0,
+}];
+
+/// Runs one datapath thread until `stop` is set.
+pub fn run(mut ctx: ThreadContext) {
+    let events = ctx.agent.events();
+    let mut batch = PacketBatch::new(BATCH, dataplane::batch::DEFAULT_MAX_FRAME);
+    let mut idle_rounds = 0u32;
+    let mut pollfds = PollSet::new(&ctx.ports.fds());
+    while !ctx.stop.load(Ordering::Relaxed) {
+        let now = switch_core::clock::now_ns();
+        let legacy = ctx.standalone && ctx.agent.connected() == 0;
+        let mut received = 0;
+        for i in 0..ctx.ports.ports.len() {
+            batch.clear();
+            let (port_no, port) = &mut ctx.ports.ports[i];
+            let port_no = *port_no;
+            received += port.recv_burst(BATCH, |frame| {
+                batch.push_with(port_no, |buf| frame.copy_restored(buf).unwrap_or(0));
+            });
+            if batch.is_empty() {
+                continue;
+            }
+            let mut sink = Sink {
+                agent: &ctx.agent,
+                events: &events,
+                ports: &mut ctx.ports,
+            };
+            if legacy {
+                for j in 0..batch.len() {
+                    if let Some((in_port, frame)) = batch.packet(j) {
+                        ctx.reader.packet_out(now, in_port, &NORMAL, frame, &mut sink);
+                    }
+                }
+            } else {
+                ctx.reader.process(now, &mut batch, &mut sink);
+            }
+        }
+        received += run_packet_outs(&mut ctx, &events, now);
+        ctx.ports.flush();
+        if received == 0 {
+            idle_rounds += 1;
+            if idle_rounds > SPIN_ROUNDS {
+                pollfds.wait(IDLE_POLL_MS);
+            }
+        } else {
+            idle_rounds = 0;
+        }
+    }
+}
+
+fn run_packet_outs(ctx: &mut ThreadContext, events: &EventSender, now: u64) -> usize {
+    let Ok(jobs) = ctx.jobs.try_lock() else {
+        return 0;
+    };
+    let mut done = 0;
     loop {
-        match jobs.recv_timeout(Duration::from_millis(500)) {
+        match jobs.try_recv() {
             Ok(job) => {
                 let mut sink = Sink {
-                    agent: &agent,
-                    events: &events,
-                    transmit: &mut discard,
+                    agent: &ctx.agent,
+                    events,
+                    ports: &mut ctx.ports,
                 };
-                let now = switch_core::clock::now_ns();
-                reader.packet_out(now, job.in_port, &job.actions, &job.frame, &mut sink);
+                ctx.reader
+                    .packet_out(now, job.in_port, &job.actions, &job.frame, &mut sink);
+                done += 1;
             }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(TryRecvError::Empty | TryRecvError::Disconnected) => return done,
+        }
+    }
+}
+
+/// The port descriptors an idle thread sleeps on.
+struct PollSet(Vec<libc::pollfd>);
+
+impl PollSet {
+    fn new(fds: &[RawFd]) -> Self {
+        Self(
+            fds.iter()
+                .map(|fd| libc::pollfd {
+                    fd: *fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect(),
+        )
+    }
+
+    /// Sleeps until a port is readable or `timeout_ms` passed.
+    fn wait(&mut self, timeout_ms: i32) {
+        // SAFETY: `self.0` is a valid array of `self.0.len()` initialised pollfd structs that
+        // outlives the call.
+        unsafe {
+            libc::poll(self.0.as_mut_ptr(), self.0.len() as libc::nfds_t, timeout_ms);
         }
     }
 }

@@ -1,16 +1,19 @@
-//! `hairpind`: the Hairpin switch daemon. Reads its settings, builds the datapath, the switch
-//! core and the OpenFlow agent, and runs them until SIGINT or SIGTERM.
+//! `hairpind`: the Hairpin switch daemon. Reads its settings, opens its ports, builds the
+//! datapath, the switch core and the OpenFlow agent, and runs them until SIGINT or SIGTERM.
 
 mod config;
 mod datapath;
+mod links;
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex};
 
 use agent::target::ListenTarget;
 use agent::{Agent, AgentConfig};
 use clap::Parser;
-use config::Settings;
+use config::{FailMode, Settings};
 use dataplane::datapath::DatapathConfig;
 use switch_core::{Switch, SwitchSettings};
 
@@ -45,12 +48,32 @@ fn run(settings: Settings) -> std::io::Result<()> {
         Box::new(datapath::PacketOutSender(jobs_tx)),
     );
     let agent = Agent::new(switch, AgentConfig::default());
+    links::add_ports(&agent, &settings.ports)?;
 
-    let dp_agent = agent.clone();
-    let reader = readers.reader();
-    std::thread::Builder::new()
-        .name("hairpin-dp0".into())
-        .spawn(move || datapath::run_without_ports(dp_agent, reader, jobs_rx))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let jobs = Arc::new(Mutex::new(jobs_rx));
+    let threads = settings.datapath_threads;
+    let mut handles = Vec::with_capacity(threads + 1);
+    for index in 0..threads {
+        let ctx = datapath::ThreadContext {
+            agent: agent.clone(),
+            reader: readers.reader(),
+            ports: links::open_ports(&settings.ports, threads)?,
+            jobs: Arc::clone(&jobs),
+            standalone: settings.fail_mode == FailMode::Standalone,
+            stop: Arc::clone(&stop),
+        };
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("hairpin-dp{index}"))
+                .spawn(move || datapath::run(ctx))?,
+        );
+    }
+    handles.push(links::spawn_monitor(
+        agent.clone(),
+        settings.ports.clone(),
+        Arc::clone(&stop),
+    )?);
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -64,6 +87,10 @@ fn run(settings: Settings) -> std::io::Result<()> {
         })
         .collect();
     let result = runtime.block_on(serve(agent, settings));
+    stop.store(true, Ordering::Relaxed);
+    for handle in handles {
+        let _ = handle.join();
+    }
     for path in unix_sockets {
         let _ = std::fs::remove_file(path);
     }

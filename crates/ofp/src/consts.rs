@@ -120,6 +120,8 @@ pub const OFPPF_FIBER: u32 = 1 << 12;
 pub const OFPPF_AUTONEG: u32 = 1 << 13;
 pub const OFPPF_PAUSE: u32 = 1 << 14;
 pub const OFPPF_PAUSE_ASYM: u32 = 1 << 15;
+/// Every port feature bit the spec defines.
+pub const OFPPF_ALL: u32 = 0xffff;
 
 // Group capabilities (group features).
 pub const OFPGFC_SELECT_WEIGHT: u32 = 1 << 0;

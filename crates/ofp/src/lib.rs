@@ -5,6 +5,26 @@
 //! error maps to the OFPT_ERROR (type, code) the spec names. [`encode`] is its exact inverse.
 //! Types follow smoltcp's `wire` idea: typed representations with `parse`/`emit`, all reads
 //! checked against the enclosing length.
+//!
+//! ```
+//! use ofp::*;
+//!
+//! let mut wire = Vec::new();
+//! encode(7, &Message::Hello(Hello::v13()), &mut wire);
+//! encode(8, &Message::EchoRequest(b"hi".to_vec()), &mut wire);
+//! let mut rest = &wire[..];
+//! while let Some(len) = peek_message_len(rest).filter(|&len| len <= rest.len()) {
+//!     let (msg, tail) = rest.split_at(len);
+//!     match decode(msg) {
+//!         Ok((header, Message::EchoRequest(data))) => assert_eq!((header.xid, data), (8, b"hi".to_vec())),
+//!         Ok((_, Message::Hello(h))) => assert_eq!(h.version_bitmap(), Some(&[1u32 << 4][..])),
+//!         Ok(other) => panic!("unexpected {other:?}"),
+//!         // A real agent answers with OFPT_ERROR: e.error.type_code() on xid e.xid.
+//!         Err(e) => panic!("{e}"),
+//!     }
+//!     rest = tail;
+//! }
+//! ```
 
 mod action;
 mod buf;

@@ -1,7 +1,8 @@
 //! Ports: `ofp_port`, PORT_STATUS, PORT_MOD.
 
 use crate::buf::{parse_name, put_name, Put, Reader};
-use crate::error::OfpError;
+use crate::consts::{OFPPF_ALL, OFPTC_DEPRECATED_MASK};
+use crate::error::{OfpError, PortModFailedCode, TableModFailedCode};
 
 /// Length of a port name field.
 pub const OFP_MAX_PORT_NAME_LEN: usize = 16;
@@ -17,6 +18,8 @@ impl PortConfig {
     pub const NO_RECV: PortConfig = PortConfig(1 << 2);
     pub const NO_FWD: PortConfig = PortConfig(1 << 5);
     pub const NO_PACKET_IN: PortConfig = PortConfig(1 << 6);
+    /// Every bit the spec defines.
+    pub const ALL: PortConfig = PortConfig(0x65);
 
     pub fn contains(self, other: PortConfig) -> bool {
         self.0 & other.0 == other.0
@@ -157,6 +160,12 @@ impl PortMod {
             advertise: r.u32()?,
         };
         r.skip(4)?;
+        if (m.config.0 | m.mask.0) & !PortConfig::ALL.0 != 0 {
+            return Err(OfpError::PortModFailed(PortModFailedCode::BadConfig));
+        }
+        if m.advertise & !OFPPF_ALL != 0 {
+            return Err(OfpError::PortModFailed(PortModFailedCode::BadAdvertise));
+        }
         Ok(m)
     }
 }
@@ -178,9 +187,10 @@ impl TableMod {
     pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, OfpError> {
         let table_id = r.u8()?;
         r.skip(3)?;
-        Ok(TableMod {
-            table_id,
-            config: r.u32()?,
-        })
+        let config = r.u32()?;
+        if config & !OFPTC_DEPRECATED_MASK != 0 {
+            return Err(OfpError::TableModFailed(TableModFailedCode::BadConfig));
+        }
+        Ok(TableMod { table_id, config })
     }
 }

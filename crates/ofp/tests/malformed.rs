@@ -20,7 +20,10 @@ fn fix_len(bytes: &mut [u8]) {
 
 /// A FLOW_MOD with raw OXM TLVs and raw instruction bytes spliced in.
 fn flow_mod_with(oxm: &[u8], instructions: &[u8]) -> Vec<u8> {
-    let mut bytes = encode_to_vec(5, &Message::FlowMod(FlowMod::add(0, 1, Match::default(), vec![])));
+    let mut bytes = encode_to_vec(
+        5,
+        &Message::FlowMod(FlowMod::add(0, 1, Match::default(), vec![])),
+    );
     bytes.truncate(48);
     let match_len = 4 + oxm.len();
     bytes.extend_from_slice(&1u16.to_be_bytes());
@@ -50,14 +53,23 @@ fn bad_match(code: BadMatchCode) -> OfpError {
 
 #[test]
 fn header_errors() {
-    assert_eq!(decode(&[4, 0, 0]).unwrap_err().error, OfpError::BadRequest(BadRequestCode::BadLen));
+    assert_eq!(
+        decode(&[4, 0, 0]).unwrap_err().error,
+        OfpError::BadRequest(BadRequestCode::BadLen)
+    );
     let hello = encode_to_vec(1, &Message::Hello(Hello::v13()));
     let mut longer = hello.clone();
     longer.push(0);
-    assert_eq!(error_of(&longer), OfpError::BadRequest(BadRequestCode::BadLen));
+    assert_eq!(
+        error_of(&longer),
+        OfpError::BadRequest(BadRequestCode::BadLen)
+    );
     let mut short_len = hello.clone();
     short_len[2..4].copy_from_slice(&4u16.to_be_bytes());
-    assert_eq!(error_of(&short_len), OfpError::BadRequest(BadRequestCode::BadLen));
+    assert_eq!(
+        error_of(&short_len),
+        OfpError::BadRequest(BadRequestCode::BadLen)
+    );
     assert_eq!(peek_message_len(&short_len), Some(8));
     assert_eq!(peek_message_len(&hello[..7]), None);
 
@@ -73,12 +85,18 @@ fn header_errors() {
 
     let mut unknown = encode_to_vec(1, &Message::BarrierRequest);
     unknown[1] = 30;
-    assert_eq!(error_of(&unknown), OfpError::BadRequest(BadRequestCode::BadType));
+    assert_eq!(
+        error_of(&unknown),
+        OfpError::BadRequest(BadRequestCode::BadType)
+    );
 
     let mut barrier_body = encode_to_vec(1, &Message::BarrierRequest);
     barrier_body.extend_from_slice(&[0; 8]);
     fix_len(&mut barrier_body);
-    assert_eq!(error_of(&barrier_body), OfpError::BadRequest(BadRequestCode::BadLen));
+    assert_eq!(
+        error_of(&barrier_body),
+        OfpError::BadRequest(BadRequestCode::BadLen)
+    );
 }
 
 #[test]
@@ -91,7 +109,10 @@ fn unknown_multipart_is_bad_multipart() {
         }),
     );
     req[8..10].copy_from_slice(&99u16.to_be_bytes());
-    assert_eq!(error_of(&req), OfpError::BadRequest(BadRequestCode::BadMultipart));
+    assert_eq!(
+        error_of(&req),
+        OfpError::BadRequest(BadRequestCode::BadMultipart)
+    );
 }
 
 /// Every message truncated at every length (with the header length fixed up to match) is
@@ -136,13 +157,21 @@ fn truncation_at_every_length() {
         let full = encode_to_vec(3, msg);
         for n in 0..full.len() {
             let mut cut = full[..n].to_vec();
-            assert!(decode(&cut).is_err(), "{n}-byte prefix with full length field");
+            assert!(
+                decode(&cut).is_err(),
+                "{n}-byte prefix with full length field"
+            );
             if n < 8 {
                 continue;
             }
             fix_len(&mut cut);
             if let Err(e) = decode(&cut) {
-                assert!(length_errors.contains(&e.error), "{:?} cut at {n}: {:?}", msg.msg_type(), e);
+                assert!(
+                    length_errors.contains(&e.error),
+                    "{:?} cut at {n}: {:?}",
+                    msg.msg_type(),
+                    e
+                );
             }
         }
     }
@@ -152,21 +181,41 @@ fn truncation_at_every_length() {
 fn oxm_errors() {
     let eth_ipv4 = tlv(5, false, ETH_TYPE_IPV4);
     let cases: Vec<(Vec<u8>, BadMatchCode, &str)> = vec![
-        (tlv(40, false, &[0, 0]), BadMatchCode::BadField, "unknown field 40"),
+        (
+            tlv(40, false, &[0, 0]),
+            BadMatchCode::BadField,
+            "unknown field 40",
+        ),
         (
             vec![0x00, 0x01, 0x00, 0x04, 0, 0, 0, 1],
             BadMatchCode::BadField,
             "NXM class",
         ),
-        (tlv_len(0, false, 3, &[0, 0, 1]), BadMatchCode::BadLen, "IN_PORT of 3 bytes"),
-        (tlv_len(0, false, 8, &[0, 0, 0, 1]), BadMatchCode::BadLen, "TLV past the match"),
-        (tlv(5, true, &[8, 0, 0xff, 0xff]), BadMatchCode::BadMask, "mask on ETH_TYPE"),
+        (
+            tlv_len(0, false, 3, &[0, 0, 1]),
+            BadMatchCode::BadLen,
+            "IN_PORT of 3 bytes",
+        ),
+        (
+            tlv_len(0, false, 8, &[0, 0, 0, 1]),
+            BadMatchCode::BadLen,
+            "TLV past the match",
+        ),
+        (
+            tlv(5, true, &[8, 0, 0xff, 0xff]),
+            BadMatchCode::BadMask,
+            "mask on ETH_TYPE",
+        ),
         (
             [eth_ipv4.clone(), eth_ipv4.clone()].concat(),
             BadMatchCode::DupField,
             "ETH_TYPE twice",
         ),
-        (tlv(11, false, &[10, 0, 0, 1]), BadMatchCode::BadPrereq, "IPV4_SRC without ETH_TYPE"),
+        (
+            tlv(11, false, &[10, 0, 0, 1]),
+            BadMatchCode::BadPrereq,
+            "IPV4_SRC without ETH_TYPE",
+        ),
         (
             [tlv(5, false, &[0x86, 0xdd]), tlv(11, false, &[10, 0, 0, 1])].concat(),
             BadMatchCode::BadPrereq,
@@ -178,11 +227,19 @@ fn oxm_errors() {
             "masked ETH_TYPE",
         ),
         (
-            [eth_ipv4.clone(), tlv(11, true, &[10, 0, 0, 1, 255, 255, 255, 0])].concat(),
+            [
+                eth_ipv4.clone(),
+                tlv(11, true, &[10, 0, 0, 1, 255, 255, 255, 0]),
+            ]
+            .concat(),
             BadMatchCode::BadWildcards,
             "IPV4_SRC value bit outside its mask",
         ),
-        (tlv(7, false, &[1]), BadMatchCode::BadPrereq, "VLAN_PCP without VLAN_VID"),
+        (
+            tlv(7, false, &[1]),
+            BadMatchCode::BadPrereq,
+            "VLAN_PCP without VLAN_VID",
+        ),
         (
             [tlv(6, false, &[0, 0]), tlv(7, false, &[1])].concat(),
             BadMatchCode::BadPrereq,
@@ -193,7 +250,11 @@ fn oxm_errors() {
             BadMatchCode::BadValue,
             "VLAN_PCP of 8",
         ),
-        (tlv(6, false, &[0x20, 0]), BadMatchCode::BadValue, "VLAN_VID beyond 13 bits"),
+        (
+            tlv(6, false, &[0x20, 0]),
+            BadMatchCode::BadValue,
+            "VLAN_VID beyond 13 bits",
+        ),
         (
             tlv(1, false, &[0, 0, 0, 1]),
             BadMatchCode::BadPrereq,
@@ -201,7 +262,11 @@ fn oxm_errors() {
         ),
     ];
     for (oxm, code, what) in cases {
-        assert_eq!(error_of(&flow_mod_with(&oxm, &[])), bad_match(code), "{what}");
+        assert_eq!(
+            error_of(&flow_mod_with(&oxm, &[])),
+            bad_match(code),
+            "{what}"
+        );
     }
     let mut bad_type = flow_mod_with(&[], &[]);
     bad_type[48..50].copy_from_slice(&0u16.to_be_bytes());
@@ -231,7 +296,10 @@ fn valid_prerequisite_chains_are_accepted() {
         tlv(32, false, &[1, 2, 3, 4, 5, 6]),
     ]
     .concat();
-    assert_eq!(error_of(&flow_mod_with(&wrong_nd_type, &[])), bad_match(BadMatchCode::BadPrereq));
+    assert_eq!(
+        error_of(&flow_mod_with(&wrong_nd_type, &[])),
+        bad_match(BadMatchCode::BadPrereq)
+    );
     let vlan_present_masked = [tlv(6, true, &[0x10, 0, 0x10, 0]), tlv(7, false, &[3])].concat();
     assert!(decode(&flow_mod_with(&vlan_present_masked, &[])).is_ok());
 }
@@ -244,21 +312,53 @@ fn inst(kind: u16, len: u16, body: &[u8]) -> Vec<u8> {
 }
 
 fn apply(actions: &[u8]) -> Vec<u8> {
-    inst(4, 8 + actions.len() as u16, &[[0u8; 4].as_slice(), actions].concat())
+    inst(
+        4,
+        8 + actions.len() as u16,
+        &[[0u8; 4].as_slice(), actions].concat(),
+    )
 }
 
 #[test]
 fn instruction_errors() {
     let bad_inst = |c| OfpError::BadInstruction(c);
     let cases: Vec<(Vec<u8>, OfpError, &str)> = vec![
-        (inst(7, 8, &[0; 4]), bad_inst(BadInstructionCode::UnknownInst), "type 7"),
-        (inst(1, 12, &[0; 8]), bad_inst(BadInstructionCode::BadLen), "len not a multiple of 8"),
-        (inst(1, 4, &[]), bad_inst(BadInstructionCode::BadLen), "len 4"),
-        (inst(1, 16, &[0; 12]), bad_inst(BadInstructionCode::BadLen), "GOTO_TABLE of 16"),
-        (inst(2, 16, &[0; 12]), bad_inst(BadInstructionCode::BadLen), "WRITE_METADATA of 16"),
-        (inst(4, 32, &[0; 4]), bad_inst(BadInstructionCode::BadLen), "past the message"),
         (
-            inst(0xffff, 24, &[[0xbe, 0xba, 0xbe, 0xba, 0, 0, 0, 5].as_slice(), &[0; 12]].concat()),
+            inst(7, 8, &[0; 4]),
+            bad_inst(BadInstructionCode::UnknownInst),
+            "type 7",
+        ),
+        (
+            inst(1, 12, &[0; 8]),
+            bad_inst(BadInstructionCode::BadLen),
+            "len not a multiple of 8",
+        ),
+        (
+            inst(1, 4, &[]),
+            bad_inst(BadInstructionCode::BadLen),
+            "len 4",
+        ),
+        (
+            inst(1, 16, &[0; 12]),
+            bad_inst(BadInstructionCode::BadLen),
+            "GOTO_TABLE of 16",
+        ),
+        (
+            inst(2, 16, &[0; 12]),
+            bad_inst(BadInstructionCode::BadLen),
+            "WRITE_METADATA of 16",
+        ),
+        (
+            inst(4, 32, &[0; 4]),
+            bad_inst(BadInstructionCode::BadLen),
+            "past the message",
+        ),
+        (
+            inst(
+                0xffff,
+                24,
+                &[[0xbe, 0xba, 0xbe, 0xba, 0, 0, 0, 5].as_slice(), &[0; 12]].concat(),
+            ),
             insp_error(insp_error::BAD_EXP_INSTRUCTION),
             "BEBA instr_type 5",
         ),
@@ -285,11 +385,27 @@ fn action_errors() {
         v
     };
     let cases: Vec<(Vec<u8>, OfpError, &str)> = vec![
-        (vec![0, 99, 0, 8, 0, 0, 0, 0], bad(BadActionCode::BadType), "type 99"),
-        (output(8)[..8].to_vec(), bad(BadActionCode::BadLen), "OUTPUT of 8"),
+        (
+            vec![0, 99, 0, 8, 0, 0, 0, 0],
+            bad(BadActionCode::BadType),
+            "type 99",
+        ),
+        (
+            output(8)[..8].to_vec(),
+            bad(BadActionCode::BadLen),
+            "OUTPUT of 8",
+        ),
         (output(12), bad(BadActionCode::BadLen), "len 12"),
-        (output(24), bad(BadActionCode::BadLen), "OUTPUT longer than the list"),
-        (vec![0, 11, 0, 0, 0, 0, 0, 0], bad(BadActionCode::BadLen), "len 0"),
+        (
+            output(24),
+            bad(BadActionCode::BadLen),
+            "OUTPUT longer than the list",
+        ),
+        (
+            vec![0, 11, 0, 0, 0, 0, 0, 0],
+            bad(BadActionCode::BadLen),
+            "len 0",
+        ),
         (
             set_field(&tlv(40, false, &[0, 0]), 16),
             bad(BadActionCode::BadSetType),
@@ -317,7 +433,11 @@ fn action_errors() {
         ),
     ];
     for (actions, err, what) in cases {
-        assert_eq!(error_of(&flow_mod_with(&[], &apply(&actions))), err, "{what}");
+        assert_eq!(
+            error_of(&flow_mod_with(&[], &apply(&actions))),
+            err,
+            "{what}"
+        );
     }
 }
 
@@ -325,10 +445,16 @@ fn action_errors() {
 fn message_field_errors() {
     let mut fm = flow_mod_with(&[], &[]);
     fm[8 + 17] = 9;
-    assert_eq!(error_of(&fm), OfpError::FlowModFailed(FlowModFailedCode::BadCommand));
+    assert_eq!(
+        error_of(&fm),
+        OfpError::FlowModFailed(FlowModFailedCode::BadCommand)
+    );
     let mut fm = flow_mod_with(&[], &[]);
     fm[8 + 36] = 0x80;
-    assert_eq!(error_of(&fm), OfpError::FlowModFailed(FlowModFailedCode::BadFlags));
+    assert_eq!(
+        error_of(&fm),
+        OfpError::FlowModFailed(FlowModFailedCode::BadFlags)
+    );
 
     let group = encode_to_vec(
         1,
@@ -341,14 +467,23 @@ fn message_field_errors() {
     );
     let mut g = group.clone();
     g[9] = 7;
-    assert_eq!(error_of(&g), OfpError::GroupModFailed(GroupModFailedCode::BadCommand));
+    assert_eq!(
+        error_of(&g),
+        OfpError::GroupModFailed(GroupModFailedCode::BadCommand)
+    );
     let mut g = group.clone();
     g[10] = 4;
-    assert_eq!(error_of(&g), OfpError::GroupModFailed(GroupModFailedCode::BadType));
+    assert_eq!(
+        error_of(&g),
+        OfpError::GroupModFailed(GroupModFailedCode::BadType)
+    );
     let mut g = group.clone();
     g.extend_from_slice(&[0, 8, 0, 0, 0, 0, 0, 0]);
     fix_len(&mut g);
-    assert_eq!(error_of(&g), OfpError::GroupModFailed(GroupModFailedCode::BadBucket));
+    assert_eq!(
+        error_of(&g),
+        OfpError::GroupModFailed(GroupModFailedCode::BadBucket)
+    );
 
     let meter = encode_to_vec(
         1,
@@ -364,13 +499,22 @@ fn message_field_errors() {
     );
     let mut m = meter.clone();
     m[9] = 3;
-    assert_eq!(error_of(&m), OfpError::MeterModFailed(MeterModFailedCode::BadCommand));
+    assert_eq!(
+        error_of(&m),
+        OfpError::MeterModFailed(MeterModFailedCode::BadCommand)
+    );
     let mut m = meter.clone();
     m[11] = 0x10;
-    assert_eq!(error_of(&m), OfpError::MeterModFailed(MeterModFailedCode::BadFlags));
+    assert_eq!(
+        error_of(&m),
+        OfpError::MeterModFailed(MeterModFailedCode::BadFlags)
+    );
     let mut m = meter.clone();
     m[17] = 3;
-    assert_eq!(error_of(&m), OfpError::MeterModFailed(MeterModFailedCode::BadBand));
+    assert_eq!(
+        error_of(&m),
+        OfpError::MeterModFailed(MeterModFailedCode::BadBand)
+    );
 
     let mut role = encode_to_vec(
         1,
@@ -380,11 +524,36 @@ fn message_field_errors() {
         }),
     );
     role[11] = 4;
-    assert_eq!(error_of(&role), OfpError::RoleRequestFailed(RoleRequestFailedCode::BadRole));
+    assert_eq!(
+        error_of(&role),
+        OfpError::RoleRequestFailed(RoleRequestFailedCode::BadRole)
+    );
 
     let mut cfg = encode_to_vec(1, &Message::SetConfig(SwitchConfig::default()));
     cfg[9] = 4;
-    assert_eq!(error_of(&cfg), OfpError::SwitchConfigFailed(SwitchConfigFailedCode::BadFlags));
+    assert_eq!(
+        error_of(&cfg),
+        OfpError::SwitchConfigFailed(SwitchConfigFailedCode::BadFlags)
+    );
+
+    let mut pm = encode_to_vec(1, &Message::PortMod(PortMod::default()));
+    pm[27] = 0x02;
+    assert_eq!(
+        error_of(&pm),
+        OfpError::PortModFailed(PortModFailedCode::BadConfig)
+    );
+    let mut pm = encode_to_vec(1, &Message::PortMod(PortMod::default()));
+    pm[33] = 0x01;
+    assert_eq!(
+        error_of(&pm),
+        OfpError::PortModFailed(PortModFailedCode::BadAdvertise)
+    );
+    let mut tm = encode_to_vec(1, &Message::TableMod(TableMod::default()));
+    tm[15] = 4;
+    assert_eq!(
+        error_of(&tm),
+        OfpError::TableModFailed(TableModFailedCode::BadConfig)
+    );
 
     let mut tf = encode_to_vec(
         1,
@@ -395,7 +564,10 @@ fn message_field_errors() {
     );
     // First property type (at 16 + 64) becomes an undefined one.
     tf[80..82].copy_from_slice(&9u16.to_be_bytes());
-    assert_eq!(error_of(&tf), OfpError::TableFeaturesFailed(TableFeaturesFailedCode::BadType));
+    assert_eq!(
+        error_of(&tf),
+        OfpError::TableFeaturesFailed(TableFeaturesFailedCode::BadType)
+    );
 }
 
 #[test]
@@ -410,13 +582,19 @@ fn insp_errors() {
     let base = encode_to_vec(1, &Message::PktTmpMod(add(vec![1, 2, 3])));
     let mut bad_cmd = base.clone();
     bad_cmd[16] = 2;
-    assert_eq!(error_of(&bad_cmd), insp_error(insp_error::PKTTMP_MOD_BAD_COMMAND));
+    assert_eq!(
+        error_of(&bad_cmd),
+        insp_error(insp_error::PKTTMP_MOD_BAD_COMMAND)
+    );
     let mut short = base[..20].to_vec();
     fix_len(&mut short);
     assert_eq!(error_of(&short), insp_error(insp_error::BAD_EXP_LEN));
     let mut del_with_template = base.clone();
     del_with_template[16] = 1;
-    assert_eq!(error_of(&del_with_template), insp_error(insp_error::BAD_EXP_LEN));
+    assert_eq!(
+        error_of(&del_with_template),
+        insp_error(insp_error::BAD_EXP_LEN)
+    );
 
     let mut with_ops = add(vec![0; 8]);
     with_ops.copy_ops.push(CopyOp {
@@ -434,7 +612,10 @@ fn insp_errors() {
     assert_eq!(error_of(&bad_op_len), insp_error(insp_error::BAD_EXP_LEN));
     let mut bad_source = ext.clone();
     bad_source[36] = 1;
-    assert_eq!(error_of(&bad_source), insp_error(insp_error::PKTTMP_MOD_FAILED));
+    assert_eq!(
+        error_of(&bad_source),
+        insp_error(insp_error::PKTTMP_MOD_FAILED)
+    );
 }
 
 #[test]
@@ -450,8 +631,8 @@ fn base_pkttmp_mod_is_beba_layout() {
     assert_eq!(
         bytes,
         [
-            4, 4, 0, 28, 0, 0, 0, 9, 0xbe, 0xba, 0xbe, 0xba, 0, 0, 0, 1, 0, 0, 1, 2, 3, 4, 0, 0,
-            0, 0, 0xaa, 0xbb
+            4, 4, 0, 28, 0, 0, 0, 9, 0xbe, 0xba, 0xbe, 0xba, 0, 0, 0, 1, 0, 0, 1, 2, 3, 4, 0, 0, 0,
+            0, 0xaa, 0xbb
         ]
     );
     let insp = Instruction::Insp(InspInstruction {
@@ -463,8 +644,8 @@ fn base_pkttmp_mod_is_beba_layout() {
     assert_eq!(
         b,
         [
-            0xff, 0xff, 0, 24, 0xbe, 0xba, 0xbe, 0xba, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0,
-            0, 0
+            0xff, 0xff, 0, 24, 0xbe, 0xba, 0xbe, 0xba, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0,
+            0
         ]
     );
 }

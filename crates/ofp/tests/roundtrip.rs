@@ -385,7 +385,10 @@ fn every_message_type_round_trips() {
     let missing: Vec<u8> = (0..=29u8)
         .filter(|t| !types.contains(t) && ![18, 19].contains(t))
         .collect();
-    assert!(missing.is_empty(), "message types without a sample: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "message types without a sample: {missing:?}"
+    );
     for m in &msgs {
         round_trip(m);
     }
@@ -482,24 +485,70 @@ fn every_error_code_round_trips() {
         .map(|c| OfpError::HelloFailed(*c))
         .chain(BadRequestCode::ALL.iter().map(|c| OfpError::BadRequest(*c)))
         .chain(BadActionCode::ALL.iter().map(|c| OfpError::BadAction(*c)))
-        .chain(BadInstructionCode::ALL.iter().map(|c| OfpError::BadInstruction(*c)))
+        .chain(
+            BadInstructionCode::ALL
+                .iter()
+                .map(|c| OfpError::BadInstruction(*c)),
+        )
         .chain(BadMatchCode::ALL.iter().map(|c| OfpError::BadMatch(*c)))
-        .chain(FlowModFailedCode::ALL.iter().map(|c| OfpError::FlowModFailed(*c)))
-        .chain(GroupModFailedCode::ALL.iter().map(|c| OfpError::GroupModFailed(*c)))
-        .chain(PortModFailedCode::ALL.iter().map(|c| OfpError::PortModFailed(*c)))
-        .chain(TableModFailedCode::ALL.iter().map(|c| OfpError::TableModFailed(*c)))
-        .chain(QueueOpFailedCode::ALL.iter().map(|c| OfpError::QueueOpFailed(*c)))
-        .chain(SwitchConfigFailedCode::ALL.iter().map(|c| OfpError::SwitchConfigFailed(*c)))
-        .chain(RoleRequestFailedCode::ALL.iter().map(|c| OfpError::RoleRequestFailed(*c)))
-        .chain(MeterModFailedCode::ALL.iter().map(|c| OfpError::MeterModFailed(*c)))
-        .chain(TableFeaturesFailedCode::ALL.iter().map(|c| OfpError::TableFeaturesFailed(*c)))
+        .chain(
+            FlowModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::FlowModFailed(*c)),
+        )
+        .chain(
+            GroupModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::GroupModFailed(*c)),
+        )
+        .chain(
+            PortModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::PortModFailed(*c)),
+        )
+        .chain(
+            TableModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::TableModFailed(*c)),
+        )
+        .chain(
+            QueueOpFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::QueueOpFailed(*c)),
+        )
+        .chain(
+            SwitchConfigFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::SwitchConfigFailed(*c)),
+        )
+        .chain(
+            RoleRequestFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::RoleRequestFailed(*c)),
+        )
+        .chain(
+            MeterModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::MeterModFailed(*c)),
+        )
+        .chain(
+            TableFeaturesFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::TableFeaturesFailed(*c)),
+        )
         .collect();
     // Counts per spec 1.3.5 section 7.4.4.
-    assert_eq!(codes.len(), 2 + 14 + 16 + 9 + 12 + 8 + 15 + 5 + 3 + 3 + 3 + 3 + 12 + 6);
+    assert_eq!(
+        codes.len(),
+        2 + 14 + 16 + 9 + 12 + 8 + 15 + 5 + 3 + 3 + 3 + 3 + 12 + 6
+    );
     for e in codes {
         let (t, c) = e.type_code();
         assert_eq!(OfpError::from_type_code(t, c), e);
-        round_trip(&Message::Error(ErrorMsg::for_request(e, &[4, 0, 0, 8, 0, 0, 0, 0])));
+        round_trip(&Message::Error(ErrorMsg::for_request(
+            e,
+            &[4, 0, 0, 8, 0, 0, 0, 0],
+        )));
     }
     assert_eq!(
         OfpError::from_type_code(1, 99),
@@ -519,12 +568,30 @@ fn every_error_code_round_trips() {
 
 #[test]
 fn spec_type_codes() {
-    assert_eq!(OfpError::BadRequest(BadRequestCode::BadLen).type_code(), (1, 6));
-    assert_eq!(OfpError::BadMatch(BadMatchCode::BadPrereq).type_code(), (4, 9));
-    assert_eq!(OfpError::BadMatch(BadMatchCode::DupField).type_code(), (4, 10));
-    assert_eq!(OfpError::BadInstruction(BadInstructionCode::BadLen).type_code(), (3, 7));
-    assert_eq!(OfpError::TableFeaturesFailed(TableFeaturesFailedCode::Eperm).type_code(), (13, 5));
-    assert_eq!(insp_error(insp_error::PKTTMP_MOD_FAILED).type_code(), (0xffff, 11));
+    assert_eq!(
+        OfpError::BadRequest(BadRequestCode::BadLen).type_code(),
+        (1, 6)
+    );
+    assert_eq!(
+        OfpError::BadMatch(BadMatchCode::BadPrereq).type_code(),
+        (4, 9)
+    );
+    assert_eq!(
+        OfpError::BadMatch(BadMatchCode::DupField).type_code(),
+        (4, 10)
+    );
+    assert_eq!(
+        OfpError::BadInstruction(BadInstructionCode::BadLen).type_code(),
+        (3, 7)
+    );
+    assert_eq!(
+        OfpError::TableFeaturesFailed(TableFeaturesFailedCode::Eperm).type_code(),
+        (13, 5)
+    );
+    assert_eq!(
+        insp_error(insp_error::PKTTMP_MOD_FAILED).type_code(),
+        (0xffff, 11)
+    );
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! A generator thread pinned to the other core offers 60-byte frames as fast as it
 //! can. Needs root; runs in its own namespace.
 //!
-//! `cargo bench -p ports --bench veth` (HAIRPIN_BENCH_SECS sets the duration, default 5).
+//! `cargo bench -p ports --bench veth` (HAIRPIN_BENCH_SECS sets the duration, default 5;
+//! HAIRPIN_RING=frames the per-frame ring).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{is_root, test_frame, Netns};
-use ports::{AfPacketPort, PortCounters, PortOptions};
+use ports::{AfPacketPort, PortCounters, PortOptions, RingKind};
 
 const BURST: usize = 256;
 
@@ -115,6 +116,14 @@ fn forward(
     (rx.stats(), tx.stats(), thread_cpu())
 }
 
+/// The ring kind chosen with HAIRPIN_RING=frames|blocks (default blocks).
+fn ring_from_env() -> RingKind {
+    match std::env::var("HAIRPIN_RING").as_deref() {
+        Ok("frames") => RingKind::Frames,
+        _ => RingKind::Blocks,
+    }
+}
+
 fn main() {
     if !is_root("veth forwarding benchmark") {
         return;
@@ -126,7 +135,11 @@ fn main() {
     let ns = Netns::enter();
     ns.veth("g0", "f0");
     ns.veth("f1", "s0");
-    let opts = PortOptions::default();
+    let ring = ring_from_env();
+    let opts = PortOptions {
+        ring,
+        ..PortOptions::default()
+    };
     let gen_port = AfPacketPort::open("g0", &opts).expect("open g0");
     let rx = AfPacketPort::open("f0", &opts).expect("open f0");
     let tx = AfPacketPort::open("f1", &opts).expect("open f1");
@@ -154,7 +167,9 @@ fn main() {
     let delivered = sink_after - sink_before;
 
     let mpps = |n: u64| n as f64 / elapsed / 1e6;
-    println!("veth forwarding, {elapsed:.2} s, 60-byte frames, burst {BURST}, generator CPU 0, forwarder CPU 1");
+    println!(
+        "veth forwarding, {ring:?} ring, {elapsed:.2} s, 60-byte frames, burst {BURST}, generator CPU 0, forwarder CPU 1"
+    );
     println!(
         "  offered   (g0 tx)      {:>10}  {:.3} Mpps",
         offered.tx_packets,

@@ -1,7 +1,8 @@
 //! Packet I/O for Hairpin: Linux interfaces as OpenFlow ports.
 //!
 //! - [`AfPacketPort`]: AF_PACKET with TPACKET_V3 receive and transmit rings, batching,
-//!   optional fanout, qdisc bypass; outer VLAN tags the kernel strips are handed back.
+//!   optional fanout, qdisc bypass; outer VLAN tags the kernel strips are handed back,
+//!   and frames a local stack left unfinished (partial checksum, GSO) are completed.
 //! - [`TapPort`]: a TAP device for the OpenFlow LOCAL port.
 //! - [`PcapWriter`] / [`PcapReader`]: classic pcap files for debugging and replay.
 //! - [`LinkMonitor`], [`link_info`]: interface state through netlink and ioctls.
@@ -17,7 +18,7 @@ mod port;
 mod sys;
 mod tap;
 
-pub use afpacket::{AfPacketPort, PortOptions};
+pub use afpacket::{AfPacketPort, PortOptions, RingKind};
 pub use frame::{PortCounters, RxFrame, VlanTag, ETH_HEADER_LEN, VLAN_TAG_LEN};
 pub use link::{link_info, set_link_up, LinkChange, LinkEvent, LinkInfo, LinkMonitor};
 pub use pcap::{PcapReader, PcapRecord, PcapWriter, TimestampPrecision};

@@ -78,7 +78,8 @@ fn be16(data: &[u8], at: usize) -> Option<u16> {
 }
 
 fn put16(data: &mut [u8], at: usize, value: u16) -> Option<()> {
-    data.get_mut(at..at + 2)?.copy_from_slice(&value.to_be_bytes());
+    data.get_mut(at..at + 2)?
+        .copy_from_slice(&value.to_be_bytes());
     Some(())
 }
 
@@ -137,7 +138,13 @@ fn parse_layout(frame: &[u8]) -> Option<Layout> {
         IPPROTO_UDP => (false, l4 + 8),
         _ => return None,
     };
-    (payload <= frame.len()).then_some(Layout { l3, ipv4, l4, payload, tcp })
+    (payload <= frame.len()).then_some(Layout {
+        l3,
+        ipv4,
+        l4,
+        payload,
+        tcp,
+    })
 }
 
 /// Cuts GSO super-frames into segments in a buffer of its own (allocated once).
@@ -147,12 +154,19 @@ pub(crate) struct Segmenter {
 
 impl Segmenter {
     pub(crate) fn new() -> Self {
-        Segmenter { buf: vec![0; MAX_GSO_FRAME].into_boxed_slice() }
+        Segmenter {
+            buf: vec![0; MAX_GSO_FRAME].into_boxed_slice(),
+        }
     }
 
     /// Calls `f` with each segment of `frame`; returns the number of segments, or
     /// `None` (nothing delivered) if the frame is not a TCP/UDP frame that parses.
-    pub(crate) fn segment(&mut self, frame: &[u8], hdr: &VnetHeader, mut f: impl FnMut(&[u8])) -> Option<usize> {
+    pub(crate) fn segment(
+        &mut self,
+        frame: &[u8],
+        hdr: &VnetHeader,
+        mut f: impl FnMut(&[u8]),
+    ) -> Option<usize> {
         let layout = parse_layout(frame)?;
         let expected_tcp = matches!(hdr.gso_type, GSO_TCPV4 | GSO_TCPV6);
         if expected_tcp != layout.tcp || (hdr.gso_type != GSO_UDP_L4 && !expected_tcp) {
@@ -174,7 +188,15 @@ impl Segmenter {
             let seg = self.buf.get_mut(..len)?;
             seg[..layout.payload].copy_from_slice(headers);
             seg[layout.payload..].copy_from_slice(chunk);
-            fix_segment(seg, &layout, index, chunks, ip_id, seq.wrapping_add((index * mss) as u32), flags)?;
+            fix_segment(
+                seg,
+                &layout,
+                index,
+                chunks,
+                ip_id,
+                seq.wrapping_add((index * mss) as u32),
+                flags,
+            )?;
             f(seg);
         }
         Some(chunks)
@@ -208,7 +230,8 @@ fn fix_segment(
         ones_sum(addrs, 0) + u64::from(seg[layout.l3 + 6]) + l4_len as u64
     };
     let csum_at = if layout.tcp {
-        seg.get_mut(layout.l4 + 4..layout.l4 + 8)?.copy_from_slice(&seq.to_be_bytes());
+        seg.get_mut(layout.l4 + 4..layout.l4 + 8)?
+            .copy_from_slice(&seq.to_be_bytes());
         let mut f = flags;
         if index + 1 < count {
             f &= !(TCP_FIN | TCP_PSH);
@@ -262,16 +285,27 @@ mod tests {
     #[test]
     fn tcp_super_frame_is_cut_into_valid_segments() {
         let frame = tcp4_frame(3000, TCP_PSH | TCP_FIN | TCP_CWR);
-        let hdr = VnetHeader { needs_csum: true, gso_type: GSO_TCPV4, gso_size: 1448, csum_start: 34, csum_offset: 16 };
+        let hdr = VnetHeader {
+            needs_csum: true,
+            gso_type: GSO_TCPV4,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        };
         let mut segments = Vec::new();
-        let n = Segmenter::new().segment(&frame, &hdr, |s| segments.push(s.to_vec())).unwrap();
+        let n = Segmenter::new()
+            .segment(&frame, &hdr, |s| segments.push(s.to_vec()))
+            .unwrap();
         assert_eq!(n, 3);
         let mut payload = Vec::new();
         for (i, seg) in segments.iter().enumerate() {
             assert!(checksum_ok(seg), "segment {i}");
             let seq = u32::from_be_bytes(seg[38..42].try_into().unwrap());
             assert_eq!(seq, 1000 + (i as u32) * 1448);
-            assert_eq!(u16::from_be_bytes([seg[16], seg[17]]) as usize, seg.len() - 14);
+            assert_eq!(
+                u16::from_be_bytes([seg[16], seg[17]]) as usize,
+                seg.len() - 14
+            );
             assert_eq!(u16::from_be_bytes([seg[18], seg[19]]), 0x1000 + i as u16);
             let flags = seg[47];
             assert_eq!(flags & (TCP_FIN | TCP_PSH) != 0, i == 2);
@@ -291,17 +325,32 @@ mod tests {
         frame[50..52].copy_from_slice(&partial.to_be_bytes());
         let ip_csum = !fold(ones_sum(&frame[14..34], 0));
         frame[24..26].copy_from_slice(&ip_csum.to_be_bytes());
-        let hdr = VnetHeader { needs_csum: true, gso_type: GSO_NONE, gso_size: 0, csum_start: 34, csum_offset: 16 };
+        let hdr = VnetHeader {
+            needs_csum: true,
+            gso_type: GSO_NONE,
+            gso_size: 0,
+            csum_start: 34,
+            csum_offset: 16,
+        };
         assert!(complete_checksum(&mut frame, &hdr));
         assert!(checksum_ok(&frame));
-        let bad = VnetHeader { csum_start: 200, ..hdr };
+        let bad = VnetHeader {
+            csum_start: 200,
+            ..hdr
+        };
         assert!(!complete_checksum(&mut frame, &bad));
     }
 
     #[test]
     fn garbage_is_refused_without_panic() {
         let frame = tcp4_frame(3000, 0);
-        let hdr = VnetHeader { needs_csum: true, gso_type: GSO_TCPV4, gso_size: 1448, csum_start: 34, csum_offset: 16 };
+        let hdr = VnetHeader {
+            needs_csum: true,
+            gso_type: GSO_TCPV4,
+            gso_size: 1448,
+            csum_start: 34,
+            csum_offset: 16,
+        };
         let mut segmenter = Segmenter::new();
         for cut in 0..60 {
             let _ = segmenter.segment(&frame[..cut], &hdr, |_| {});
@@ -309,8 +358,14 @@ mod tests {
         let mut bad_ihl = frame.clone();
         bad_ihl[14] = 0x41;
         assert!(segmenter.segment(&bad_ihl, &hdr, |_| {}).is_none());
-        let udp_hdr = VnetHeader { gso_type: GSO_UDP_L4, ..hdr };
-        assert!(segmenter.segment(&frame, &udp_hdr, |_| {}).is_none(), "TCP frame announced as UDP");
+        let udp_hdr = VnetHeader {
+            gso_type: GSO_UDP_L4,
+            ..hdr
+        };
+        assert!(
+            segmenter.segment(&frame, &udp_hdr, |_| {}).is_none(),
+            "TCP frame announced as UDP"
+        );
         let zero_mss = VnetHeader { gso_size: 0, ..hdr };
         assert!(segmenter.segment(&frame, &zero_mss, |_| {}).is_none());
     }

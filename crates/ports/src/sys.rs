@@ -292,3 +292,24 @@ impl Drop for Mmap {
         }
     }
 }
+
+/// Non-blocking `recv` of one datagram; `Ok(None)` when the queue is empty.
+pub(crate) fn recv_dontwait(fd: RawFd, buf: &mut [u8]) -> io::Result<Option<usize>> {
+    // SAFETY: `buf` is a valid writable region of `buf.len()` bytes.
+    let n = unsafe {
+        libc::recv(
+            fd,
+            buf.as_mut_ptr().cast::<c_void>(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        let err = io::Error::last_os_error();
+        return match err.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+            _ => Err(err),
+        };
+    }
+    Ok(Some(n as usize))
+}

@@ -282,7 +282,7 @@ impl RawIndex {
 }
 
 #[inline(always)]
-fn prefetch_read<T>(p: &T) {
+pub(crate) fn prefetch_read<T>(p: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch is a hint; it never faults and reads nothing observable.
     unsafe {

@@ -60,6 +60,38 @@ impl Dir {
         e
     }
 
+    /// One lookup step: `e` is a leaf or a chunk pointer for `addr` at `level` (1 = second
+    /// level, 2 = third); returns the entry one level down and prefetches the one after.
+    #[inline(always)]
+    fn step(&self, e: u32, addr: u32, level: u32) -> u32 {
+        if e & CHUNK_FLAG == 0 {
+            return e;
+        }
+        let shift = 16 - 8 * level;
+        let at = (e & !CHUNK_FLAG) as usize * CHUNK_SIZE + ((addr >> shift) & 0xff) as usize;
+        let next = self.chunks.get(at).copied().unwrap_or(0);
+        if next & CHUNK_FLAG != 0 && level == 1 {
+            let at = (next & !CHUNK_FLAG) as usize * CHUNK_SIZE + (addr & 0xff) as usize;
+            if let Some(p) = self.chunks.get(at) {
+                super::hash::prefetch_read(p);
+            }
+        }
+        next
+    }
+
+    /// The first-level entry for `addr`, prefetching the second-level one it points to.
+    #[inline(always)]
+    fn first(&self, addr: u32) -> u32 {
+        let e = self.l1.get((addr >> 16) as usize).copied().unwrap_or(0);
+        if e & CHUNK_FLAG != 0 {
+            let at = (e & !CHUNK_FLAG) as usize * CHUNK_SIZE + ((addr >> 8) & 0xff) as usize;
+            if let Some(p) = self.chunks.get(at) {
+                super::hash::prefetch_read(p);
+            }
+        }
+        e
+    }
+
     /// Turns the leaf at `chunks[at]` (or `l1[at]` when `in_l1`) into a chunk of copies of it.
     fn split(&mut self, in_l1: bool, at: usize) -> Option<usize> {
         let e = if in_l1 {
@@ -264,6 +296,41 @@ impl LpmPlan {
         }
         let slot = self.dir.lookup(self.lane_value(key)) & SLOT_MASK;
         slot.checked_sub(1)
+    }
+
+    /// Batched lookup in three passes (one per trie level) so the cache misses of many
+    /// packets overlap: `state[i]` holds the entry reached so far and the address. Calls
+    /// `found(i, slot)` for every pending packet with a match.
+    #[inline(always)]
+    pub fn lookup_batch<'k>(
+        &self,
+        n: usize,
+        key: &impl Fn(usize) -> &'k Words,
+        pending: &impl Fn(usize) -> bool,
+        state: &mut [u64],
+        mut found: impl FnMut(usize, u32),
+    ) {
+        for (i, st) in state.iter_mut().enumerate().take(n) {
+            *st = 0;
+            if pending(i) && self.signature_of(key(i)) {
+                let addr = self.lane_value(key(i));
+                *st = (u64::from(self.dir.first(addr)) << 32) | u64::from(addr);
+            }
+        }
+        for level in 1..=2 {
+            for st in state.iter_mut().take(n) {
+                let (e, addr) = ((*st >> 32) as u32, *st as u32);
+                if e & CHUNK_FLAG != 0 {
+                    *st = (u64::from(self.dir.step(e, addr, level)) << 32) | u64::from(addr);
+                }
+            }
+        }
+        for (i, st) in state.iter().enumerate().take(n) {
+            let slot = ((*st >> 32) as u32) & SLOT_MASK;
+            if let Some(slot) = slot.checked_sub(1) {
+                found(i, slot);
+            }
+        }
     }
 
     /// Picks the largest qualifying family of the table, if any, and builds its table.

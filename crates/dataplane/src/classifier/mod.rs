@@ -66,6 +66,7 @@ impl<P> Rule<P> {
 pub struct LookupScratch {
     hashes: Vec<u64>,
     best: Vec<i32>,
+    hits: Vec<(u32, u32)>,
 }
 
 /// A flow table's classifier; `P` is what a match returns (the compiled instructions).
@@ -385,6 +386,7 @@ impl<P> Classifier<P> {
     /// Classifies `n` packets at once: `out[i]` receives the slot for `key(i)` or [`NO_RULE`].
     /// Subtable by subtable, it hashes and prefetches every pending packet's bucket before
     /// probing any, so the cache misses of a large table overlap instead of adding up.
+    #[inline(never)]
     pub fn lookup_batch<'k>(
         &self,
         n: usize,
@@ -445,28 +447,24 @@ impl<P> Classifier<P> {
                 }
                 Step::Lpm { .. } => {
                     let Some(plan) = &self.lpm else { continue };
-                    let mut pending = 0usize;
-                    for (i, (b, o)) in scratch
-                        .best
-                        .iter_mut()
-                        .zip(out.iter_mut())
-                        .enumerate()
-                        .take(n)
-                    {
-                        if *b < max {
-                            pending += 1;
-                            if let Some(slot) = plan.lookup(key(i)) {
-                                let p = self.rule(slot).map_or(0, |r| i32::from(r.priority));
-                                if p > *b {
-                                    *b = p;
-                                    *o = slot;
-                                }
+                    let best = &mut scratch.best;
+                    if !best.iter().take(n).any(|b| *b < max) {
+                        break;
+                    }
+                    let pending = |i: usize| best.get(i).is_some_and(|b| *b < max);
+                    let mut hits = std::mem::take(&mut scratch.hits);
+                    hits.clear();
+                    plan.lookup_batch(n, &key, &pending, &mut scratch.hashes, |i, slot| hits.push((i as u32, slot)));
+                    for &(i, slot) in &hits {
+                        let p = self.rule(slot).map_or(0, |r| i32::from(r.priority));
+                        if let (Some(b), Some(o)) = (best.get_mut(i as usize), out.get_mut(i as usize)) {
+                            if p > *b {
+                                *b = p;
+                                *o = slot;
                             }
                         }
                     }
-                    if pending == 0 {
-                        break;
-                    }
+                    scratch.hits = hits;
                 }
             }
         }

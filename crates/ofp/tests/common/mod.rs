@@ -22,7 +22,9 @@ pub fn round_trip(msg: &Message) -> Vec<u8> {
 /// A value of field `id` built from `seed` bytes, cut to the field's width.
 pub fn value_of(id: OxmFieldId, seed: u8) -> OxmValue {
     let len = id.value_len();
-    let mut raw: Vec<u8> = (0..len).map(|i| seed.wrapping_add((i as u8).wrapping_mul(37))).collect();
+    let mut raw: Vec<u8> = (0..len)
+        .map(|i| seed.wrapping_add((i as u8).wrapping_mul(37)))
+        .collect();
     clear_above_width(id, &mut raw);
     OxmValue::from_bytes(id, &raw).expect("right length")
 }

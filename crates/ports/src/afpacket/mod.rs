@@ -5,7 +5,17 @@
 //! treats it as fixed-size slots, like V2), and PACKET_VERSION is per socket, so V3 TX
 //! keeps RX and TX on one socket and one fd. On this machine (Linux 6.18) it is used
 //! as is; a kernel older than 4.11 fails `open` with a clear error.
+//!
+//! PACKET_VNET_HDR is on in both directions. On receive, frames that a local stack
+//! sent through a veth may still carry a partial checksum or be a GSO super-frame;
+//! the header says so and `offload` finishes the job, so consumers always see
+//! wire-valid frames. On transmit, a header asking for no offload lets us set its
+//! `hdr_len` to the whole frame: the kernel then copies the frame into the socket
+//! buffer instead of referencing ring pages, which veth would otherwise have to copy
+//! into a freshly allocated page per frame (measured with `benches/veth.rs`: the
+//! forwarder's kernel CPU time per frame drops by about a third).
 
+mod frame_ring;
 mod rx_ring;
 mod tx_ring;
 
@@ -16,8 +26,45 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use crate::frame::{fits_mtu, PortCounters, RxFrame, VLAN_TAG_LEN};
 use crate::offload::{self, Segmenter};
 use crate::sys::{self, IfReq, Mmap};
-use rx_ring::RxRing;
-use tx_ring::{PushError, TxRing};
+use frame_ring::FrameRing;
+use rx_ring::{RingFrame, RxRing};
+use tx_ring::{PushError, TxRing, V2_SLOT, V3_SLOT};
+
+/// How the receive ring hands frames over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RingKind {
+    /// TPACKET_V3 blocks: the kernel fills a block and hands it over whole, when it
+    /// is full or `block_timeout_ms` after its first frame. Cheapest per frame; at
+    /// low rates a frame waits up to the timeout.
+    #[default]
+    Blocks,
+    /// TPACKET_V2 slots: each frame is handed over as soon as it is written (no
+    /// added latency); frames larger than `frame_size` come through the socket
+    /// queue instead.
+    Frames,
+}
+
+/// The receive ring of either kind.
+enum Rx {
+    Blocks(RxRing),
+    Frames(FrameRing),
+}
+
+impl Rx {
+    fn next_frame(&mut self, malformed: &mut u64) -> Option<RingFrame<'_>> {
+        match self {
+            Rx::Blocks(ring) => ring.next_frame(malformed),
+            Rx::Frames(ring) => ring.next_frame(malformed),
+        }
+    }
+
+    fn release_if_done(&mut self) {
+        match self {
+            Rx::Blocks(ring) => ring.release_if_done(),
+            Rx::Frames(ring) => ring.release_if_done(),
+        }
+    }
+}
 
 /// Ring geometry and socket options of an [`AfPacketPort`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +73,9 @@ pub struct PortOptions {
     pub rx_ring_blocks: u32,
     /// Size of one receive block in bytes (a multiple of the page size).
     pub block_size: u32,
-    /// Size of one transmit slot in bytes (multiple of 16); bounds the largest frame
-    /// that can be sent (`frame_size - 48`).
+    /// Size of one transmit slot in bytes (multiple of 16); the largest frame that
+    /// can be sent is 58 bytes less (slot and virtio-net headers), see
+    /// [`AfPacketPort::max_frame_len`].
     pub frame_size: u32,
     /// Number of transmit slots (rounded up to fill whole pages).
     pub tx_frames: u32,
@@ -39,6 +87,8 @@ pub struct PortOptions {
     /// How long the kernel may keep a partly filled receive block before handing it
     /// over (milliseconds, at least 1): the latency bound at low packet rates.
     pub block_timeout_ms: u32,
+    /// Block ring (default) or per-frame ring.
+    pub ring: RingKind,
 }
 
 impl Default for PortOptions {
@@ -51,6 +101,7 @@ impl Default for PortOptions {
             fanout_group: None,
             qdisc_bypass: true,
             block_timeout_ms: 1,
+            ring: RingKind::Blocks,
         }
     }
 }
@@ -129,7 +180,7 @@ fn page_size() -> u32 {
 pub struct AfPacketPort {
     // Field order matters for drop: the rings point into `map`, which must be
     // unmapped before the socket closes.
-    rx: RxRing,
+    rx: Rx,
     tx: TxRing,
     map: Mmap,
     fd: OwnedFd,
@@ -154,80 +205,44 @@ impl AfPacketPort {
         let ifindex = interface_index(raw, ifname)?;
         let mtu = interface_mtu(raw, ifname)?;
 
-        let version = libc::tpacket_versions::TPACKET_V3 as libc::c_int;
-        sys::setsockopt(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_VERSION,
-            &version,
-            &ctx("PACKET_VERSION V3"),
-        )?;
-        // Frames the kernel cannot send are skipped instead of stalling the ring.
-        sys::setsockopt(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_LOSS,
-            &1,
-            &ctx("PACKET_LOSS"),
-        )?;
-        // A virtio-net header before each frame: on receive it says which checksum or
-        // segmentation a local stack left undone; on transmit it lets the kernel copy
-        // the whole frame (see `tx_ring`).
-        sys::setsockopt(raw, libc::SOL_PACKET, libc::PACKET_VNET_HDR, &1, &ctx("PACKET_VNET_HDR"))?;
-        if opts.qdisc_bypass {
-            sys::setsockopt(
-                raw,
-                libc::SOL_PACKET,
-                libc::PACKET_QDISC_BYPASS,
-                &1,
-                &ctx("PACKET_QDISC_BYPASS"),
-            )?;
-        }
-        sys::setsockopt(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_IGNORE_OUTGOING,
-            &1,
-            &ctx("PACKET_IGNORE_OUTGOING"),
-        )?;
-        sys::setsockopt(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_RX_RING,
-            &geometry.rx,
-            &ctx("PACKET_RX_RING"),
-        )?;
-        sys::setsockopt(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_TX_RING,
-            &geometry.tx,
-            &ctx("PACKET_TX_RING (V3 needs Linux >= 4.11)"),
-        )?;
+        configure_socket(raw, opts, &geometry, &ctx)?;
         let map = Mmap::socket_rings(
             &fd,
             geometry.rx_bytes() + geometry.tx_bytes(),
             &ctx("mmap packet rings"),
         )?;
-        debug_assert_eq!(map.len(), geometry.rx_bytes() + geometry.tx_bytes());
 
         // SAFETY: the mapping holds the RX ring first and the TX ring right after it,
-        // with exactly the geometry given to the kernel; both live as long as `map`,
-        // which the port owns and drops after the rings.
+        // with exactly the geometry and version given to the kernel; both live as
+        // long as `map`, which the port owns and drops after the rings.
         let (rx, tx) = unsafe {
-            (
-                RxRing::new(
-                    map.as_ptr(),
-                    geometry.rx.tp_block_size as usize,
-                    geometry.rx.tp_block_nr as usize,
+            let rx_base = map.as_ptr();
+            let tx_base = map.as_ptr().add(geometry.rx_bytes());
+            let (rx_block, rx_blocks) = (
+                geometry.rx.tp_block_size as usize,
+                geometry.rx.tp_block_nr as usize,
+            );
+            let frame_size = geometry.rx.tp_frame_size as usize;
+            let (tx_block, tx_frames) = (
+                geometry.tx.tp_block_size as usize,
+                geometry.tx.tp_frame_nr as usize,
+            );
+            match opts.ring {
+                RingKind::Blocks => (
+                    Rx::Blocks(RxRing::new(rx_base, rx_block, rx_blocks)),
+                    TxRing::new(V3_SLOT, tx_base, tx_block, frame_size, tx_frames),
                 ),
-                TxRing::new(
-                    map.as_ptr().add(geometry.rx_bytes()),
-                    geometry.tx.tp_block_size as usize,
-                    geometry.tx.tp_frame_size as usize,
-                    geometry.tx.tp_frame_nr as usize,
+                RingKind::Frames => (
+                    Rx::Frames(FrameRing::new(
+                        rx_base,
+                        rx_block,
+                        frame_size,
+                        geometry.rx.tp_frame_nr as usize,
+                        raw,
+                    )),
+                    TxRing::new(V2_SLOT, tx_base, tx_block, frame_size, tx_frames),
                 ),
-            )
+            }
         };
 
         // SAFETY: sockaddr_ll is plain data; zero is a valid starting value.
@@ -275,7 +290,9 @@ impl AfPacketPort {
         let mut received = 0;
         let mut malformed = 0;
         while received < max {
-            let Some(frame) = self.rx.next_frame(&mut malformed) else { break };
+            let Some(frame) = self.rx.next_frame(&mut malformed) else {
+                break;
+            };
             received += 1;
             let vlan = frame.vlan;
             let tag_len = if vlan.is_some() { VLAN_TAG_LEN } else { 0 };
@@ -283,7 +300,11 @@ impl AfPacketPort {
             let mut deliver = |data: &[u8], orig_len: u32| {
                 counters.rx_packets += 1;
                 counters.rx_bytes += (data.len() + tag_len) as u64;
-                f(RxFrame { data, vlan, orig_len });
+                f(RxFrame {
+                    data,
+                    vlan,
+                    orig_len,
+                });
             };
             if frame.vnet.is_gso() {
                 let vnet = frame.vnet;
@@ -291,7 +312,9 @@ impl AfPacketPort {
                     deliver(seg, (seg.len() + tag_len) as u32);
                 });
                 malformed += u64::from(segments.is_none());
-            } else if frame.vnet.needs_csum() && !offload::complete_checksum(frame.data, &frame.vnet) {
+            } else if frame.vnet.needs_csum()
+                && !offload::complete_checksum(frame.data, &frame.vnet)
+            {
                 malformed += 1;
             } else {
                 deliver(frame.data, frame.orig_len);
@@ -435,6 +458,74 @@ impl AfPacketPort {
     pub fn ring_bytes(&self) -> usize {
         self.map.len()
     }
+}
+
+/// Sets the TPACKET version and options, then creates the rings.
+fn configure_socket(
+    fd: RawFd,
+    opts: &PortOptions,
+    geometry: &Geometry,
+    ctx: &dyn Fn(&str) -> String,
+) -> io::Result<()> {
+    let set = |name: libc::c_int, value: libc::c_int, what: &str| {
+        sys::setsockopt(fd, libc::SOL_PACKET, name, &value, &ctx(what))
+    };
+    let version = match opts.ring {
+        RingKind::Blocks => libc::tpacket_versions::TPACKET_V3,
+        RingKind::Frames => libc::tpacket_versions::TPACKET_V2,
+    };
+    set(
+        libc::PACKET_VERSION,
+        version as libc::c_int,
+        "PACKET_VERSION",
+    )?;
+    // Frames the kernel cannot send are skipped instead of stalling the ring.
+    set(libc::PACKET_LOSS, 1, "PACKET_LOSS")?;
+    // A virtio-net header before each frame: on receive it says which checksum or
+    // segmentation a local stack left undone; on transmit it lets the kernel copy
+    // the whole frame (see the module comment).
+    set(libc::PACKET_VNET_HDR, 1, "PACKET_VNET_HDR")?;
+    if opts.qdisc_bypass {
+        set(libc::PACKET_QDISC_BYPASS, 1, "PACKET_QDISC_BYPASS")?;
+    }
+    set(libc::PACKET_IGNORE_OUTGOING, 1, "PACKET_IGNORE_OUTGOING")?;
+    if opts.ring == RingKind::Frames {
+        // Frames larger than a slot are also queued whole on the socket; give that
+        // queue room for a few 64 KiB super-frames.
+        set(libc::PACKET_COPY_THRESH, 1, "PACKET_COPY_THRESH")?;
+        let bytes = 8 << 20;
+        sys::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            &bytes,
+            "SO_RCVBUFFORCE",
+        )
+        .or_else(|_| {
+            sys::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                &bytes,
+                &ctx("SO_RCVBUF"),
+            )
+        })?;
+    }
+    sys::setsockopt(
+        fd,
+        libc::SOL_PACKET,
+        libc::PACKET_RX_RING,
+        &geometry.rx,
+        &ctx("PACKET_RX_RING"),
+    )?;
+    let tx_what = ctx("PACKET_TX_RING (a V3 TX ring needs Linux >= 4.11)");
+    sys::setsockopt(
+        fd,
+        libc::SOL_PACKET,
+        libc::PACKET_TX_RING,
+        &geometry.tx,
+        &tx_what,
+    )
 }
 
 /// Joins a hash fanout group, asking the kernel to leave out frames sent by group

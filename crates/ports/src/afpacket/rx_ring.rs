@@ -115,6 +115,11 @@ impl RxRing {
                 Some(found) => {
                     self.frames_left -= 1;
                     self.offset = found.next_offset;
+                    // A truncated frame (larger than a block) cannot be forwarded.
+                    if found.truncated {
+                        *malformed += 1;
+                        continue;
+                    }
                     // SAFETY: `locate_frame` checked that the range lies inside the
                     // current block, which stays ours until `release_block`, and that
                     // call needs `&mut self`, which the returned borrow prevents.
@@ -156,6 +161,7 @@ impl RxRing {
         };
         let data_start = self.offset.checked_add(usize::from(hdr.tp_mac))?;
         let data_len = hdr.tp_snaplen as usize;
+
         let data_end = data_start.checked_add(data_len)?;
         // The kernel puts the virtio-net header right before the frame.
         if data_start < header_end + VNET_HDR_LEN || data_end > self.block_size {
@@ -180,14 +186,7 @@ impl RxRing {
         } else {
             self.offset
         };
-        let vlan = (hdr.tp_status & libc::TP_STATUS_VLAN_VALID != 0).then_some(VlanTag {
-            tpid: if hdr.tp_status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
-                hdr.hv1.tp_vlan_tpid
-            } else {
-                libc::ETH_P_8021Q as u16
-            },
-            tci: hdr.hv1.tp_vlan_tci as u16,
-        });
+        let vlan = vlan_from_status(hdr.tp_status, hdr.hv1.tp_vlan_tci, hdr.hv1.tp_vlan_tpid);
         let extra = if vlan.is_some() {
             VLAN_HEADER_LEN as u32
         } else {
@@ -200,8 +199,21 @@ impl RxRing {
             vlan,
             orig_len: hdr.tp_len.saturating_add(extra),
             vnet: VnetHeader::parse(&vnet_raw),
+            truncated: hdr.tp_len != hdr.tp_snaplen,
         })
     }
+}
+
+/// The outer VLAN tag the kernel stripped, from a ring header's status and fields.
+pub(crate) fn vlan_from_status(status: u32, tci: u32, tpid: u16) -> Option<VlanTag> {
+    (status & libc::TP_STATUS_VLAN_VALID != 0).then_some(VlanTag {
+        tpid: if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+            tpid
+        } else {
+            libc::ETH_P_8021Q as u16
+        },
+        tci: tci as u16,
+    })
 }
 
 struct FrameLocation {
@@ -211,4 +223,5 @@ struct FrameLocation {
     vlan: Option<VlanTag>,
     orig_len: u32,
     vnet: VnetHeader,
+    truncated: bool,
 }

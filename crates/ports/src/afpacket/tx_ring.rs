@@ -1,4 +1,4 @@
-//! The TPACKET_V3 transmit ring: fixed-size slots that we fill and mark
+//! The transmit ring (TPACKET_V3 or V2 slots): fixed-size slots that we fill and mark
 //! `TP_STATUS_SEND_REQUEST`; one `sendto` then sends every marked slot in order.
 //!
 //! The kernel walks the ring from its own head and stops at the first slot that is
@@ -10,15 +10,38 @@ use std::sync::atomic::{fence, Ordering};
 
 use crate::offload::VNET_HDR_LEN;
 
-const STATUS: usize = offset_of!(libc::tpacket3_hdr, tp_status);
-const LEN: usize = offset_of!(libc::tpacket3_hdr, tp_len);
-const SNAPLEN: usize = offset_of!(libc::tpacket3_hdr, tp_snaplen);
-const NEXT_OFFSET: usize = offset_of!(libc::tpacket3_hdr, tp_next_offset);
-/// Where the kernel expects the frame to begin in a slot: the header rounded up to
-/// TPACKET_ALIGNMENT (the kernel's `tp_hdrlen - sizeof(struct sockaddr_ll)`).
-pub(crate) const DATA_OFFSET: usize = (size_of::<libc::tpacket3_hdr>() + libc::TPACKET_ALIGNMENT
-    - 1)
-    & !(libc::TPACKET_ALIGNMENT - 1);
+/// Where the fields of a transmit slot live for one TPACKET version.
+#[derive(Clone, Copy)]
+pub(crate) struct SlotLayout {
+    status: usize,
+    len: usize,
+    snaplen: usize,
+    /// `tp_next_offset`, which only V3 has (and requires to be zero).
+    next_offset: Option<usize>,
+    /// Where the kernel expects the frame: the header rounded up to
+    /// TPACKET_ALIGNMENT (the kernel's `tp_hdrlen - sizeof(struct sockaddr_ll)`).
+    pub(crate) data: usize,
+}
+
+const fn align(len: usize) -> usize {
+    (len + libc::TPACKET_ALIGNMENT - 1) & !(libc::TPACKET_ALIGNMENT - 1)
+}
+
+pub(crate) const V3_SLOT: SlotLayout = SlotLayout {
+    status: offset_of!(libc::tpacket3_hdr, tp_status),
+    len: offset_of!(libc::tpacket3_hdr, tp_len),
+    snaplen: offset_of!(libc::tpacket3_hdr, tp_snaplen),
+    next_offset: Some(offset_of!(libc::tpacket3_hdr, tp_next_offset)),
+    data: align(size_of::<libc::tpacket3_hdr>()),
+};
+
+pub(crate) const V2_SLOT: SlotLayout = SlotLayout {
+    status: offset_of!(libc::tpacket2_hdr, tp_status),
+    len: offset_of!(libc::tpacket2_hdr, tp_len),
+    snaplen: offset_of!(libc::tpacket2_hdr, tp_snaplen),
+    next_offset: None,
+    data: align(size_of::<libc::tpacket2_hdr>()),
+};
 
 /// Why a frame could not be queued.
 pub(crate) enum PushError {
@@ -28,6 +51,7 @@ pub(crate) enum PushError {
 
 /// Cursor over the transmit ring; the memory belongs to the port's mapping.
 pub(crate) struct TxRing {
+    layout: SlotLayout,
     base: *mut u8,
     block_size: usize,
     frame_size: usize,
@@ -42,16 +66,19 @@ unsafe impl Send for TxRing {}
 
 impl TxRing {
     /// # Safety
-    /// `base` must point to a TPACKET_V3 TX ring mapping laid out as `block_size`-byte
-    /// blocks of `frame_size`-byte slots, `frame_count` slots in all, that stays alive
-    /// (and is not accessed elsewhere) as long as the ring.
+    /// `base` must point to a TX ring mapping of the socket's TPACKET version (whose
+    /// slot `layout` is given) laid out as `block_size`-byte blocks of
+    /// `frame_size`-byte slots, `frame_count` slots in all, that stays alive (and is
+    /// not accessed elsewhere) as long as the ring.
     pub(crate) unsafe fn new(
+        layout: SlotLayout,
         base: *mut u8,
         block_size: usize,
         frame_size: usize,
         frame_count: usize,
     ) -> Self {
         TxRing {
+            layout,
             base,
             block_size,
             frame_size,
@@ -64,7 +91,7 @@ impl TxRing {
 
     /// Largest frame a slot can carry.
     pub(crate) fn max_frame_len(&self) -> usize {
-        self.frame_size - DATA_OFFSET - VNET_HDR_LEN
+        self.frame_size - self.layout.data - VNET_HDR_LEN
     }
 
     /// Slots marked since the last successful kick.
@@ -86,13 +113,18 @@ impl TxRing {
 
     fn status(&self, index: usize) -> u32 {
         // SAFETY: the status word is inside slot `index`, 16-byte aligned.
-        unsafe { std::ptr::read_volatile(self.slot(index).add(STATUS).cast::<u32>()) }
+        unsafe { std::ptr::read_volatile(self.slot(index).add(self.layout.status).cast::<u32>()) }
     }
 
     fn set_status(&mut self, index: usize, status: u32) {
         fence(Ordering::Release);
         // SAFETY: as in `status`.
-        unsafe { std::ptr::write_volatile(self.slot(index).add(STATUS).cast::<u32>(), status) }
+        unsafe {
+            std::ptr::write_volatile(
+                self.slot(index).add(self.layout.status).cast::<u32>(),
+                status,
+            )
+        }
     }
 
     fn is_busy(status: u32) -> bool {
@@ -116,13 +148,20 @@ impl TxRing {
         let mut vnet = [0u8; VNET_HDR_LEN];
         vnet[2..4].copy_from_slice(&(frame.len() as u16).to_ne_bytes());
         // SAFETY: the slot is free (not owned by the kernel), the header fields and
-        // `DATA_OFFSET + frame.len() <= frame_size` bytes lie inside it.
+        // `data + VNET_HDR_LEN + frame.len() <= frame_size` bytes lie inside it.
+        let layout = self.layout;
         unsafe {
-            std::ptr::write_volatile(slot.add(LEN).cast::<u32>(), len);
-            std::ptr::write_volatile(slot.add(SNAPLEN).cast::<u32>(), len);
-            std::ptr::write_volatile(slot.add(NEXT_OFFSET).cast::<u32>(), 0);
-            std::ptr::copy_nonoverlapping(vnet.as_ptr(), slot.add(DATA_OFFSET), VNET_HDR_LEN);
-            std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(DATA_OFFSET + VNET_HDR_LEN), frame.len());
+            std::ptr::write_volatile(slot.add(layout.len).cast::<u32>(), len);
+            std::ptr::write_volatile(slot.add(layout.snaplen).cast::<u32>(), len);
+            if let Some(next) = layout.next_offset {
+                std::ptr::write_volatile(slot.add(next).cast::<u32>(), 0);
+            }
+            std::ptr::copy_nonoverlapping(vnet.as_ptr(), slot.add(layout.data), VNET_HDR_LEN);
+            std::ptr::copy_nonoverlapping(
+                frame.as_ptr(),
+                slot.add(layout.data + VNET_HDR_LEN),
+                frame.len(),
+            );
         }
         self.set_status(self.head, libc::TP_STATUS_SEND_REQUEST);
         self.head = (self.head + 1) % self.frame_count;
@@ -143,7 +182,9 @@ impl TxRing {
                 break;
             }
             // SAFETY: the slot is marked but not yet taken by the kernel.
-            let len = unsafe { std::ptr::read_volatile(self.slot(prev).add(LEN).cast::<u32>()) };
+            let len = unsafe {
+                std::ptr::read_volatile(self.slot(prev).add(self.layout.len).cast::<u32>())
+            };
             self.set_status(prev, libc::TP_STATUS_AVAILABLE);
             self.head = prev;
             frames += 1;

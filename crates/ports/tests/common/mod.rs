@@ -99,6 +99,77 @@ impl Netns {
     }
 }
 
+/// A second namespace standing for a host, deleted on drop; the thread stays out.
+pub struct HostNs {
+    pub name: String,
+}
+
+impl HostNs {
+    pub fn exec(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.name]).args(args);
+        cmd
+    }
+}
+
+impl Drop for HostNs {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
+
+impl Netns {
+    /// A host namespace linked to this one by a veth pair: `port` here (up, IPv6
+    /// off) and `eth0` there, with `addr` (CIDR) on it.
+    pub fn host(&self, suffix: &str, port: &str, addr: &str) -> HostNs {
+        let host = HostNs {
+            name: format!("{}-{suffix}", self.name),
+        };
+        run("ip", &["netns", "add", &host.name]);
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &host.name,
+                "sysctl",
+                "-q",
+                "-w",
+                "net.ipv6.conf.default.disable_ipv6=1",
+            ],
+        );
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &host.name,
+                "sysctl",
+                "-q",
+                "-w",
+                "net.ipv6.conf.all.disable_ipv6=1",
+            ],
+        );
+        self.ip(&[
+            "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", &host.name,
+        ]);
+        self.sysctl(&format!("net.ipv6.conf.{port}.disable_ipv6=1"));
+        self.ip(&["link", "set", "dev", port, "up"]);
+        run(
+            "ip",
+            &["-n", &host.name, "addr", "add", addr, "dev", "eth0"],
+        );
+        run(
+            "ip",
+            &["-n", &host.name, "link", "set", "dev", "eth0", "up"],
+        );
+        run("ip", &["-n", &host.name, "link", "set", "dev", "lo", "up"]);
+        host
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         setns(&self.original);

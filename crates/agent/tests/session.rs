@@ -1,0 +1,167 @@
+//! Protocol behaviour of one connection, message by message: negotiation, errors, roles,
+//! async filtering and barriers.
+
+use agent::roles::Roles;
+use agent::session::{Event, Session, State};
+use dataplane::datapath::DatapathConfig;
+use ofp::{
+    BadRequestCode, ControllerRole, FlowRemoved, Header, Hello, HelloElement, HelloFailedCode,
+    Match, Message, OfpError, RoleMsg, RoleRequestFailedCode,
+};
+use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+
+struct Discard;
+
+impl PacketOutQueue for Discard {
+    fn submit(&mut self, _job: PacketOutJob) {}
+}
+
+fn state() -> State {
+    let (writer, _readers) = dataplane::datapath::new(DatapathConfig {
+        n_tables: 4,
+        ..DatapathConfig::default()
+    });
+    let switch = Switch::new(
+        SwitchSettings {
+            datapath_id: 9,
+            n_tables: 4,
+            n_buffers: 16,
+        },
+        writer,
+        Box::new(Discard),
+    );
+    State {
+        switch,
+        roles: Roles::default(),
+    }
+}
+
+fn header(version: u8, xid: u32) -> Header {
+    Header {
+        version,
+        msg_type: 0,
+        length: 8,
+        xid,
+    }
+}
+
+fn hello(words: Vec<u32>) -> Message {
+    Message::Hello(Hello {
+        elements: vec![HelloElement::VersionBitmap(words)],
+    })
+}
+
+fn error_of(msg: &Message) -> OfpError {
+    match msg {
+        Message::Error(e) => e.error,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+fn negotiated(state: &mut State, conn: u64) -> Session {
+    let mut s = Session::new(conn);
+    state.roles.connect(conn);
+    let out = s.on_message(state, &header(4, 1), hello(vec![1 << 4 | 1 << 1]), &[], 0);
+    assert!(out.replies.is_empty() && !out.close);
+    s
+}
+
+#[test]
+fn hello_without_13_fails_and_closes() {
+    let mut st = state();
+    let mut s = Session::new(1);
+    let out = s.on_message(&mut st, &header(4, 3), hello(vec![1 << 1 | 1 << 3]), &[], 0);
+    assert!(out.close);
+    assert_eq!(
+        error_of(&out.replies[0].1),
+        OfpError::HelloFailed(HelloFailedCode::Incompatible)
+    );
+    assert_eq!(out.replies[0].0, 3);
+    // Without a bitmap, the header version decides: an OpenFlow 1.0 peer cannot talk 1.3.
+    let out = Session::new(2).on_message(&mut st, &header(1, 4), Message::Hello(Hello::default()), &[], 0);
+    assert!(out.close);
+    // A newer peer without a bitmap negotiates down to 1.3.
+    let out = Session::new(3).on_message(&mut st, &header(6, 5), Message::Hello(Hello::default()), &[], 0);
+    assert!(!out.close && out.replies.is_empty());
+}
+
+#[test]
+fn requests_before_hello_and_with_wrong_version_are_refused() {
+    let mut st = state();
+    let mut s = Session::new(1);
+    let out = s.on_message(&mut st, &header(4, 8), Message::FeaturesRequest, &[], 0);
+    assert!(out.close);
+    let mut s = negotiated(&mut st, 2);
+    let out = s.on_message(&mut st, &header(5, 9), Message::FeaturesRequest, &[1, 2, 3], 0);
+    assert_eq!(
+        error_of(&out.replies[0].1),
+        OfpError::BadRequest(BadRequestCode::BadVersion)
+    );
+    let out = s.on_message(&mut st, &header(4, 10), Message::FeaturesRequest, &[], 0);
+    match &out.replies[0] {
+        (10, Message::FeaturesReply(f)) => assert_eq!(f.datapath_id, 9),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn slaves_cannot_modify_and_stale_generations_fail() {
+    let mut st = state();
+    let mut a = negotiated(&mut st, 1);
+    let mut b = negotiated(&mut st, 2);
+    let role = |r, g| Message::RoleRequest(RoleMsg {
+        role: r,
+        generation_id: g,
+    });
+    let out = a.on_message(&mut st, &header(4, 1), role(ControllerRole::Master, 5), &[], 0);
+    assert!(matches!(out.replies[0].1, Message::RoleReply(RoleMsg { role: ControllerRole::Master, generation_id: 5 })));
+    let out = b.on_message(&mut st, &header(4, 2), role(ControllerRole::Master, 4), &[], 0);
+    assert_eq!(
+        error_of(&out.replies[0].1),
+        OfpError::RoleRequestFailed(RoleRequestFailedCode::Stale)
+    );
+    b.on_message(&mut st, &header(4, 3), role(ControllerRole::Master, 6), &[], 0);
+    assert_eq!(st.roles.role(1), ControllerRole::Slave);
+    let out = a.on_message(
+        &mut st,
+        &header(4, 4),
+        Message::TableMod(ofp::TableMod {
+            table_id: 0,
+            config: 0,
+        }),
+        &[],
+        0,
+    );
+    assert_eq!(
+        error_of(&out.replies[0].1),
+        OfpError::BadRequest(BadRequestCode::IsSlave)
+    );
+}
+
+#[test]
+fn async_config_filters_events_per_role() {
+    let mut st = state();
+    let mut s = negotiated(&mut st, 1);
+    let removed = Event::FlowRemoved(FlowRemoved {
+        cookie: 0,
+        priority: 0,
+        reason: ofp::OFPRR_DELETE,
+        table_id: 0,
+        duration_sec: 0,
+        duration_nsec: 0,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        packet_count: 0,
+        byte_count: 0,
+        match_: Match::default(),
+    });
+    assert!(s.wants(ControllerRole::Equal, &removed));
+    assert!(!s.wants(ControllerRole::Slave, &removed), "slaves get no flow-removed by default");
+    let mut config = ofp::AsyncConfig::default();
+    config.flow_removed_mask = [0, 1 << ofp::OFPRR_DELETE];
+    s.on_message(&mut st, &header(4, 2), Message::SetAsync(config), &[], 0);
+    assert!(!s.wants(ControllerRole::Equal, &removed));
+    assert!(s.wants(ControllerRole::Slave, &removed));
+    let out = s.on_message(&mut st, &header(4, 3), Message::GetAsyncRequest, &[], 0);
+    assert!(matches!(&out.replies[0].1, Message::GetAsyncReply(c) if *c == config));
+}

@@ -1,0 +1,497 @@
+//! Table II of seed 000 (HARMLESS) for this datapath: the four evaluation pipelines (L2 MAC
+//! table, L3 routing with next-hop groups, load balancer + ACL, access gateway) at 100, 1K,
+//! 10K and 100K flows, one core, 64-byte packets, in memory; then each pipeline at 10K flows
+//! while another thread applies 10K flow-mods per second.
+//!
+//! `cargo bench -p dataplane --bench table2`; `HAIRPIN_BENCH_QUICK=1` for a short run,
+//! `HAIRPIN_BENCH_JSON=path` to also write the results as JSON, `HAIRPIN_BENCH_BATCH=n` to
+//! change the batch size (default 32), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell.
+
+use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
+use dataplane::counters::{FlowCounters, GroupCounters};
+use dataplane::datapath::{self, Bucket, DatapathConfig, DatapathWriter, FlowId, Group, GroupType, Op, PortInfo};
+use dataplane::ir::{port, Action, Instruction, GROUP_ANY};
+use dataplane::key::{Field, FieldValue, Match};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Ports 1..=48 are the "legacy switch" access ports, 49 the uplink / external port.
+const ACCESS_PORTS: u32 = 48;
+const EXTERNAL: u32 = 49;
+const SIZES: [usize; 4] = [100, 1_000, 10_000, 100_000];
+
+/// splitmix64: deterministic traces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A 64-byte Ethernet/IPv4/UDP or TCP frame.
+fn frame(dst_mac: [u8; 6], src_mac: [u8; 6], src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> Vec<u8> {
+    let mut p = vec![0u8; 64];
+    p[0..6].copy_from_slice(&dst_mac);
+    p[6..12].copy_from_slice(&src_mac);
+    p[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    let ip = &mut p[14..34];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&50u16.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = proto;
+    ip[12..16].copy_from_slice(&src.to_be_bytes());
+    ip[16..20].copy_from_slice(&dst.to_be_bytes());
+    let c = dataplane::checksum::ipv4_header(ip).unwrap_or(0);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    p[34..36].copy_from_slice(&sport.to_be_bytes());
+    p[36..38].copy_from_slice(&dport.to_be_bytes());
+    if proto == 17 {
+        p[38..40].copy_from_slice(&30u16.to_be_bytes());
+    } else {
+        p[46] = 0x50;
+    }
+    p
+}
+
+fn mac(tag: u8, i: u32) -> [u8; 6] {
+    let b = i.to_be_bytes();
+    [0x02, tag, b[0], b[1], b[2], b[3]]
+}
+
+struct Pipeline {
+    ops: Vec<Op>,
+    trace: Vec<(u32, Vec<u8>)>,
+    /// Flow-mods for the churn run: (insert, remove) pairs on a large table.
+    churn: Vec<(Op, Op)>,
+}
+
+fn insert(table: u8, id: u64, priority: u16, match_: Match, ins: Vec<Instruction>) -> Op {
+    Op::InsertFlow { table, id: FlowId(id), priority, match_, instructions: ins.into(), counters: FlowCounters::new() }
+}
+
+fn out(port: u32) -> Action {
+    Action::Output { port, max_len: 0xffff }
+}
+
+fn fields(f: &[(Field, u128)]) -> Match {
+    let mut m = Match::any();
+    for &(field, v) in f {
+        m.set(field, FieldValue(v), None);
+    }
+    m
+}
+
+fn with_prefix(mut m: Match, field: Field, addr: u32, len: u8) -> Match {
+    let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
+    m.set(field, FieldValue::from(addr & mask), Some(FieldValue::from(mask)));
+    m
+}
+
+/// Catch-all to the external port (seed 000: "default catch-all rules forward
+/// unmatched/dropped packets to the external port").
+fn catch_all(table: u8, id: u64) -> Op {
+    insert(table, id, 0, Match::any(), vec![Instruction::ApplyActions(vec![out(EXTERNAL)])])
+}
+
+/// L2: one static MAC table with `n` entries; `n` destination MACs in the trace.
+fn l2(n: usize, rng: &mut Rng) -> Pipeline {
+    let mut ops = vec![catch_all(0, u64::MAX)];
+    let mut trace = Vec::new();
+    for i in 0..n as u32 {
+        let port_no = 1 + i % ACCESS_PORTS;
+        ops.push(insert(0, u64::from(i), 100, fields(&[(Field::EthDst, FieldValue::mac(mac(1, i)).0)]), vec![Instruction::ApplyActions(vec![out(port_no)])]));
+        let in_port = 1 + (port_no + rng.below(u64::from(ACCESS_PORTS) - 1) as u32) % ACCESS_PORTS;
+        trace.push((in_port, frame(mac(1, i), mac(9, rng.below(1 << 20) as u32), 0x0a00_0001, 0x0a00_0002, 17, 1, 2)));
+    }
+    let churn = (0..20_000u32)
+        .map(|i| {
+            let id = 1_000_000 + u64::from(i);
+            let m = fields(&[(Field::EthDst, FieldValue::mac(mac(7, i)).0)]);
+            (insert(0, id, 100, m, vec![Instruction::ApplyActions(vec![out(1)])]), Op::RemoveFlow { table: 0, id: FlowId(id) })
+        })
+        .collect();
+    Pipeline { ops, trace, churn }
+}
+
+/// Random prefixes, mostly /24 like a real routing table, inside a few /8s.
+fn prefixes(n: usize, rng: &mut Rng) -> Vec<(u32, u8)> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let len = match rng.below(100) {
+            0..=59 => 24,
+            60..=84 => 16 + rng.below(8) as u8,
+            _ => 25 + rng.below(8) as u8,
+        };
+        let top = [10u32, 20, 30, 40, 50, 60, 70, 80][rng.below(8) as usize];
+        let addr = (top << 24) | (rng.next() as u32 & 0x00ff_ffff);
+        let mask = u32::MAX << (32 - u32::from(len));
+        if seen.insert((addr & mask, len)) {
+            out.push((addr & mask, len));
+        }
+    }
+    out
+}
+
+/// An address inside a prefix.
+fn inside(rng: &mut Rng, (addr, len): (u32, u8)) -> u32 {
+    let host = if len >= 32 { 0 } else { (rng.next() as u32) & (u32::MAX >> len) };
+    addr | host
+}
+
+fn next_hop_groups(ops: &mut Vec<Op>, first: u32) {
+    for g in 0..10u32 {
+        let actions = vec![
+            Action::SetField(Field::EthSrc, FieldValue::mac(mac(3, 0))),
+            Action::SetField(Field::EthDst, FieldValue::mac(mac(4, g))),
+            Action::DecNwTtl,
+            out(1 + g),
+        ];
+        let bucket = Bucket { weight: 1, watch_port: port::ANY, watch_group: GROUP_ANY, actions };
+        ops.push(Op::SetGroup { id: first + g, group: Group { kind: GroupType::Indirect, buckets: vec![bucket], counters: GroupCounters::new(1) } });
+    }
+}
+
+/// L3 (Fig. 5): table 0 in_port, table 2 IP/non-IP (non-IP to the controller), table 10 LPM
+/// over `n` prefixes spread on 10 next-hop groups.
+fn l3(n: usize, rng: &mut Rng) -> Pipeline {
+    let mut ops = Vec::new();
+    next_hop_groups(&mut ops, 1);
+    for p in 1..=ACCESS_PORTS {
+        ops.push(insert(0, u64::from(p), 10, fields(&[(Field::InPort, u128::from(p))]), vec![Instruction::GotoTable(2)]));
+    }
+    ops.push(catch_all(0, 100));
+    ops.push(insert(2, 200, 10, fields(&[(Field::EthType, 0x0800)]), vec![Instruction::GotoTable(10)]));
+    ops.push(insert(2, 201, 0, Match::any(), vec![Instruction::ApplyActions(vec![Action::Output { port: port::CONTROLLER, max_len: 128 }])]));
+    ops.push(catch_all(10, 300));
+    let routes = prefixes(n, rng);
+    let mut trace = Vec::new();
+    for (i, &(addr, len)) in routes.iter().enumerate() {
+        let m = with_prefix(fields(&[(Field::EthType, 0x0800)]), Field::Ipv4Dst, addr, len);
+        let group = 1 + (i % 10) as u32;
+        ops.push(insert(10, 1000 + i as u64, 100 + u16::from(len), m, vec![Instruction::WriteActions(vec![Action::Group(group)])]));
+        let dst = inside(rng, (addr, len));
+        let in_port = 1 + rng.below(u64::from(ACCESS_PORTS)) as u32;
+        trace.push((in_port, frame(mac(3, 0), mac(5, i as u32), 0x0b00_0000 | i as u32, dst, 17, 1000, 2000)));
+    }
+    let churn = prefixes(20_000, &mut Rng(99))
+        .into_iter()
+        .enumerate()
+        .map(|(i, (addr, len))| {
+            let id = 10_000_000 + i as u64;
+            let m = with_prefix(fields(&[(Field::EthType, 0x0800)]), Field::Ipv4Dst, addr | 0x0100_0000, len);
+            (insert(10, id, 100 + u16::from(len), m, vec![Instruction::WriteActions(vec![Action::Group(1)])]), Op::RemoveFlow { table: 10, id: FlowId(id) })
+        })
+        .collect();
+    Pipeline { ops, trace, churn }
+}
+
+/// Load balancer + ACL (Fig. 6) with 100 web services; `n` flows, 70% to a service.
+fn lb(n: usize, rng: &mut Rng) -> Pipeline {
+    const SERVICES: u32 = 100;
+    let service = |s: u32| 0xc0a8_0000 | s;
+    let mut ops = Vec::new();
+    for p in 1..=ACCESS_PORTS {
+        ops.push(insert(0, u64::from(p), 10, fields(&[(Field::InPort, u128::from(p))]), vec![Instruction::ApplyActions(vec![out(EXTERNAL)])]));
+    }
+    ops.push(insert(0, 100, 10, fields(&[(Field::InPort, u128::from(EXTERNAL))]), vec![Instruction::GotoTable(1)]));
+    ops.push(catch_all(1, 101));
+    ops.push(catch_all(2, 102));
+    for s in 0..SERVICES {
+        let web = fields(&[(Field::EthType, 0x0800), (Field::IpProto, 6), (Field::Ipv4Dst, u128::from(service(s))), (Field::TcpDst, 80)]);
+        ops.push(insert(1, 1000 + u64::from(s), 10, web, vec![Instruction::GotoTable(2)]));
+        for half in 0..2u32 {
+            let m = with_prefix(fields(&[(Field::EthType, 0x0800), (Field::Ipv4Dst, u128::from(service(s)))]), Field::Ipv4Src, half << 31, 1);
+            let backend = 1 + (s * 2 + half) % ACCESS_PORTS;
+            let actions = vec![Action::SetField(Field::EthDst, FieldValue::mac(mac(6, s * 2 + half))), out(backend)];
+            ops.push(insert(2, 2000 + u64::from(s * 2 + half), 10, m, vec![Instruction::ApplyActions(actions)]));
+        }
+    }
+    let mut trace = Vec::new();
+    for i in 0..n as u32 {
+        let src = rng.next() as u32;
+        let sport = 1024 + rng.below(60_000) as u16;
+        let f = if rng.below(100) < 70 {
+            frame(mac(3, 0), mac(8, i), src, service(rng.below(u64::from(SERVICES)) as u32), 6, sport, 80)
+        } else {
+            frame(mac(3, 0), mac(8, i), src, rng.next() as u32, 17, sport, 53)
+        };
+        trace.push((EXTERNAL, f));
+    }
+    let churn = (0..20_000u32)
+        .map(|i| {
+            let id = 10_000_000 + u64::from(i);
+            let m = fields(&[(Field::EthType, 0x0800), (Field::IpProto, 6), (Field::Ipv4Dst, u128::from(0xac10_0000 | i)), (Field::TcpDst, 80)]);
+            (insert(1, id, 10, m, vec![Instruction::GotoTable(2)]), Op::RemoveFlow { table: 1, id: FlowId(id) })
+        })
+        .collect();
+    Pipeline { ops, trace, churn }
+}
+
+/// Access gateway (Fig. 7): 10 CEs x 20 users, per-CE NAT tables 11..=20, a 10K-prefix
+/// routing table 200, network-to-user table 110; `n` flows, half each direction.
+fn gw(n: usize, rng: &mut Rng) -> Pipeline {
+    const CES: u32 = 10;
+    const USERS: u32 = 20;
+    const ACCESS: u32 = 1;
+    const NETWORK: u32 = 2;
+    let private = |u: u32| 0x0a00_0000 | (u + 1);
+    let public = |ce: u32, u: u32| 0xc633_6400 | (ce * USERS + u);
+    let mut ops = Vec::new();
+    for ce in 0..CES {
+        let table = 11 + ce as u8;
+        ops.push(insert(0, u64::from(ce), 10, fields(&[(Field::InPort, u128::from(ACCESS)), (Field::EthSrc, FieldValue::mac(mac(10, ce)).0)]), vec![Instruction::GotoTable(table)]));
+        ops.push(insert(table, 100 + u64::from(ce), 0, Match::any(), vec![Instruction::ApplyActions(vec![Action::Output { port: port::CONTROLLER, max_len: 128 }])]));
+        for u in 0..USERS {
+            let m = fields(&[(Field::EthType, 0x0800), (Field::Ipv4Src, u128::from(private(u)))]);
+            let nat = vec![Instruction::ApplyActions(vec![Action::SetField(Field::Ipv4Src, FieldValue::from(public(ce, u)))]), Instruction::GotoTable(200)];
+            ops.push(insert(table, 1000 + u64::from(ce * USERS + u), 10, m, nat));
+            let down = fields(&[(Field::EthType, 0x0800), (Field::Ipv4Dst, u128::from(public(ce, u)))]);
+            let actions = vec![
+                Action::SetField(Field::Ipv4Dst, FieldValue::from(private(u))),
+                Action::SetField(Field::EthDst, FieldValue::mac(mac(10, ce))),
+                out(ACCESS),
+            ];
+            ops.push(insert(110, 5000 + u64::from(ce * USERS + u), 10, down, vec![Instruction::ApplyActions(actions)]));
+        }
+    }
+    ops.push(insert(0, 50, 10, fields(&[(Field::InPort, u128::from(NETWORK))]), vec![Instruction::GotoTable(110)]));
+    ops.push(catch_all(0, 51));
+    ops.push(catch_all(110, 52));
+    ops.push(catch_all(200, 53));
+    let routes = prefixes(10_000, rng);
+    for (i, &(addr, len)) in routes.iter().enumerate() {
+        let m = with_prefix(fields(&[(Field::EthType, 0x0800)]), Field::Ipv4Dst, addr, len);
+        let actions = vec![Action::DecNwTtl, Action::SetField(Field::EthDst, FieldValue::mac(mac(11, i as u32 % 16))), out(NETWORK)];
+        ops.push(insert(200, 100_000 + i as u64, 100 + u16::from(len), m, vec![Instruction::WriteActions(actions)]));
+    }
+    let mut trace = Vec::new();
+    for i in 0..n as u32 {
+        let ce = rng.below(u64::from(CES)) as u32;
+        let u = rng.below(u64::from(USERS)) as u32;
+        let route = routes[rng.below(routes.len() as u64) as usize];
+        let remote = inside(rng, route);
+        let port_no = 1024 + (i % 60_000) as u16;
+        let f = if i % 2 == 0 {
+            (ACCESS, frame(mac(3, 0), mac(10, ce), private(u), remote, 17, port_no, 443))
+        } else {
+            (NETWORK, frame(mac(3, 0), mac(12, 0), remote, public(ce, u), 17, 443, port_no))
+        };
+        trace.push(f);
+    }
+    let churn = prefixes(20_000, &mut Rng(77))
+        .into_iter()
+        .enumerate()
+        .map(|(i, (addr, len))| {
+            let id = 10_000_000 + i as u64;
+            let m = with_prefix(fields(&[(Field::EthType, 0x0800)]), Field::Ipv4Dst, addr | 0x0100_0000, len);
+            (insert(200, id, 100 + u16::from(len), m, vec![Instruction::WriteActions(vec![out(NETWORK)])]), Op::RemoveFlow { table: 200, id: FlowId(id) })
+        })
+        .collect();
+    Pipeline { ops, trace, churn }
+}
+
+/// Counts what comes out (and touches it, so nothing is optimised away).
+#[derive(Default)]
+struct CountingSink {
+    outputs: u64,
+    packet_ins: u64,
+    checksum: u64,
+}
+
+impl PacketSink for CountingSink {
+    fn output(&mut self, port: u32, frame: &[u8]) {
+        self.outputs += 1;
+        self.checksum = self.checksum.wrapping_add(u64::from(port) ^ u64::from(frame.first().copied().unwrap_or(0)));
+    }
+
+    fn packet_in(&mut self, ev: &PacketInEvent<'_>) {
+        self.packet_ins += 1;
+        self.checksum = self.checksum.wrapping_add(u64::from(ev.total_len));
+    }
+}
+
+struct Cell {
+    /// Per CPU-second of the datapath thread (one dedicated core).
+    mpps: f64,
+    /// Per wall-clock second (lower when other jobs share the core).
+    wall_mpps: f64,
+    ns_per_packet: f64,
+    outputs_per_packet: f64,
+}
+
+fn build(p: &Pipeline) -> (DatapathWriter, datapath::DatapathReaderFactory) {
+    let (mut w, f) = datapath::new(DatapathConfig::default());
+    for port_no in 1..=EXTERNAL {
+        w.apply(Op::SetPort { port_no, info: PortInfo { live: true, ..PortInfo::default() } });
+    }
+    for op in &p.ops {
+        w.apply(op.clone());
+    }
+    w.publish();
+    (w, f)
+}
+
+/// CPU time this thread has run, in ns (Linux schedstat). The machine is shared by other
+/// jobs, so throughput is packets per second *of CPU time the datapath thread got*: what one
+/// dedicated core does. Wall-clock throughput is reported beside it.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// Runs the trace through a reader for `dur`, refilling batches from the pristine trace.
+fn measure(reader: &mut datapath::DatapathReader, trace: &[(u32, Vec<u8>)], batch_size: usize, dur: Duration) -> Cell {
+    let mut batch = PacketBatch::new(batch_size, 2048);
+    let mut sink = CountingSink::default();
+    let mut next = 0usize;
+    let mut packets = 0u64;
+    let warmup = Instant::now();
+    let mut run = |packets: &mut u64, sink: &mut CountingSink, next: &mut usize, now: u64| {
+        for _ in 0..batch_size {
+            let (p, f) = &trace[*next];
+            batch.push(*p, f);
+            *next += 1;
+            if *next == trace.len() {
+                *next = 0;
+            }
+        }
+        reader.process(now, &mut batch, sink);
+        *packets += batch_size as u64;
+    };
+    while warmup.elapsed() < dur / 5 {
+        run(&mut packets, &mut sink, &mut next, 1);
+    }
+    packets = 0;
+    sink.outputs = 0;
+    let start = Instant::now();
+    let cpu_start = thread_cpu_ns();
+    let mut now = 1u64;
+    loop {
+        for _ in 0..64 {
+            run(&mut packets, &mut sink, &mut next, now);
+        }
+        now += 1;
+        if start.elapsed() >= dur {
+            break;
+        }
+    }
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = match (cpu_start, thread_cpu_ns()) {
+        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
+        _ => wall,
+    };
+    std::hint::black_box(sink.checksum);
+    Cell {
+        mpps: packets as f64 / cpu / 1e6,
+        wall_mpps: packets as f64 / wall / 1e6,
+        ns_per_packet: cpu * 1e9 / packets as f64,
+        outputs_per_packet: (sink.outputs + sink.packet_ins) as f64 / packets as f64,
+    }
+}
+
+/// The same measurement while another thread inserts and removes flows at `rate` per second,
+/// publishing every millisecond (10 flow-mods per barrier).
+fn measure_under_churn(p: Pipeline, batch_size: usize, dur: Duration, rate: u64) -> (Cell, u64) {
+    let (mut w, f) = build(&p);
+    let mut reader = f.reader();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_w = Arc::clone(&stop);
+    let churn = p.churn;
+    let writer = std::thread::spawn(move || {
+        let start = Instant::now();
+        let mut done = 0u64;
+        let mut i = 0usize;
+        let mut installed = std::collections::VecDeque::new();
+        while !stop_w.load(Ordering::Relaxed) {
+            let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
+            while done < due {
+                if installed.len() >= 1000 {
+                    if let Some(k) = installed.pop_front() {
+                        let (_, remove): &(Op, Op) = &churn[k];
+                        w.apply(remove.clone());
+                    }
+                } else {
+                    w.apply(churn[i].0.clone());
+                    installed.push_back(i);
+                    i = (i + 1) % churn.len();
+                }
+                done += 1;
+            }
+            w.publish();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        done
+    });
+    let cell = measure(&mut reader, &p.trace, batch_size, dur);
+    stop.store(true, Ordering::Relaxed);
+    let done = writer.join().unwrap_or(0);
+    (cell, done)
+}
+
+fn main() {
+    let quick = std::env::var("HAIRPIN_BENCH_QUICK").is_ok_and(|v| v != "0" && !v.is_empty());
+    let batch_size = std::env::var("HAIRPIN_BENCH_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(32usize).clamp(1, 256);
+    let dur = if quick { Duration::from_millis(150) } else { Duration::from_secs(2) };
+    let builders: [(&str, fn(usize, &mut Rng) -> Pipeline, f64); 4] = [("L2", l2, 22.0), ("L3", l3, 13.0), ("LB", lb, 22.0), ("GW", gw, 13.0)];
+    println!("Table II (seed 000) for the Hairpin dataplane: one core, 64-byte packets, batch {batch_size}");
+    println!("{:<4} {:>7} {:>9} {:>9} {:>9} {:>8} {:>7}", "case", "flows", "Mpps", "ns/pkt", "wall-Mpps", "target", "out/pkt");
+    // HAIRPIN_BENCH_ONLY=L2:100 restricts the run to one cell (for profiling).
+    let only = std::env::var("HAIRPIN_BENCH_ONLY").ok();
+    let selected = |name: &str, n: usize| only.as_deref().is_none_or(|o| o == format!("{name}:{n}"));
+    let mut json = Vec::new();
+    for (name, build_pipeline, target) in builders {
+        for n in SIZES {
+            if !selected(name, n) {
+                continue;
+            }
+            let p = build_pipeline(n, &mut Rng(n as u64));
+            let (_w, f) = build(&p);
+            let mut reader = f.reader();
+            let c = measure(&mut reader, &p.trace, batch_size, dur);
+            let mark = if c.mpps >= target { "" } else { " (below target)" };
+            println!("{name:<4} {n:>7} {:>9.2} {:>9.1} {:>9.2} {target:>8.0} {:>7.2}{mark}", c.mpps, c.ns_per_packet, c.wall_mpps, c.outputs_per_packet);
+            json.push(format!(
+                "{{\"case\":\"{name}\",\"flows\":{n},\"mpps\":{:.3},\"ns_per_packet\":{:.2},\"wall_mpps\":{:.3},\"target_mpps\":{target}}}",
+                c.mpps, c.ns_per_packet, c.wall_mpps
+            ));
+        }
+    }
+    if only.is_some() {
+        return;
+    }
+    println!();
+    println!("Under 10K flow-mods/s (10K flows, publish every 1 ms):");
+    println!("{:<4} {:>9} {:>9} {:>10} {:>7}", "case", "base", "churn", "flow-mods", "loss%");
+    let mut churn_json = Vec::new();
+    for (name, build_pipeline, _) in builders {
+        let p = build_pipeline(10_000, &mut Rng(10_000));
+        let (_w, f) = build(&p);
+        let base = measure(&mut f.reader(), &p.trace, batch_size, dur);
+        let (under, mods) = measure_under_churn(p, batch_size, dur, 10_000);
+        let loss = ((base.mpps - under.mpps) / base.mpps * 100.0).max(0.0);
+        println!("{name:<4} {:>9.2} {:>9.2} {mods:>10} {loss:>7.1}", base.mpps, under.mpps);
+        churn_json.push(format!(
+            "{{\"case\":\"{name}\",\"flows\":10000,\"base_mpps\":{:.3},\"churn_mpps\":{:.3},\"flow_mods\":{mods},\"loss_percent\":{loss:.2}}}",
+            base.mpps, under.mpps
+        ));
+    }
+    let doc = format!("{{\"batch\":{batch_size},\"quick\":{quick},\"cells\":[{}],\"churn\":[{}]}}\n", json.join(","), churn_json.join(","));
+    if let Ok(path) = std::env::var("HAIRPIN_BENCH_JSON") {
+        if let Err(e) = std::fs::write(&path, &doc) {
+            eprintln!("cannot write {path}: {e}");
+        }
+    }
+    println!("{doc}");
+}

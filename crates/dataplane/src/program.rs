@@ -1,0 +1,120 @@
+//! A flow entry's instructions compiled for the hot path: fixed fields instead of a list to
+//! interpret, the action lists stored inline in the entry when short (no pointer chase per
+//! packet), and Write-Actions pre-sorted into action-set order so an entry that ends the
+//! pipeline with an empty action set runs them directly without building the set.
+
+use crate::actions::ActionSet;
+use crate::ir::{Action, Instruction};
+use std::sync::Arc;
+
+/// Actions kept inside the entry; longer programs share one heap slice.
+const INLINE: usize = 4;
+
+#[derive(Clone, Debug)]
+enum Store {
+    Inline([Action; INLINE]),
+    Heap(Arc<[Action]>),
+}
+
+/// The InSP instruction's parameters.
+#[derive(Clone, Debug)]
+pub(crate) struct InspStep {
+    pub template_id: u32,
+    pub actions: Vec<Action>,
+}
+
+/// Compiled instructions, executed in the order of OpenFlow 1.3 section 5.9: meter,
+/// apply-actions, (InSP), clear-actions, write-actions, write-metadata, goto-table.
+#[derive(Clone, Debug)]
+pub(crate) struct Program {
+    /// Apply-Actions followed by Write-Actions (sorted in action-set order).
+    store: Store,
+    apply_len: u16,
+    write_len: u16,
+    pub meter: Option<u32>,
+    pub clear: bool,
+    pub has_write: bool,
+    pub metadata: Option<(u64, u64)>,
+    pub goto: Option<u8>,
+    pub insp: Option<Arc<InspStep>>,
+}
+
+/// `actions` rewritten into the order the action set executes them (one per kind, last wins).
+pub(crate) fn action_set_order(actions: &[Action]) -> Vec<Action> {
+    let mut set = ActionSet::default();
+    set.write(actions);
+    let mut out = Vec::with_capacity(actions.len());
+    set.for_each(|a| {
+        out.push(a);
+        true
+    });
+    out
+}
+
+impl Program {
+    pub fn compile(instructions: &[Instruction]) -> Program {
+        let mut apply: Vec<Action> = Vec::new();
+        let mut write: Vec<Action> = Vec::new();
+        let mut p = Program {
+            store: Store::Inline([Action::PopVlan; INLINE]),
+            apply_len: 0,
+            write_len: 0,
+            meter: None,
+            clear: false,
+            has_write: false,
+            metadata: None,
+            goto: None,
+            insp: None,
+        };
+        for ins in instructions {
+            match ins {
+                Instruction::GotoTable(t) => p.goto = Some(*t),
+                Instruction::WriteMetadata { value, mask } => p.metadata = Some((*value, *mask)),
+                Instruction::ApplyActions(a) => apply.extend_from_slice(a),
+                Instruction::WriteActions(a) => {
+                    p.has_write = true;
+                    write.extend_from_slice(a);
+                }
+                Instruction::ClearActions => p.clear = true,
+                Instruction::Meter(m) => p.meter = Some(*m),
+                Instruction::Insp { template_id, actions } => {
+                    p.insp = Some(Arc::new(InspStep { template_id: *template_id, actions: actions.clone() }));
+                }
+            }
+        }
+        let write = action_set_order(&write);
+        p.apply_len = u16::try_from(apply.len()).unwrap_or(u16::MAX);
+        p.write_len = u16::try_from(write.len()).unwrap_or(u16::MAX);
+        let all: Vec<Action> = apply.into_iter().take(usize::from(p.apply_len)).chain(write.into_iter().take(usize::from(p.write_len))).collect();
+        p.store = if all.len() <= INLINE {
+            let mut inline = [Action::PopVlan; INLINE];
+            for (slot, a) in inline.iter_mut().zip(&all) {
+                *slot = *a;
+            }
+            Store::Inline(inline)
+        } else {
+            Store::Heap(all.into())
+        };
+        p
+    }
+
+    fn all(&self) -> &[Action] {
+        match &self.store {
+            Store::Inline(a) => a,
+            Store::Heap(a) => a,
+        }
+    }
+
+    /// The Apply-Actions list, in order.
+    #[inline(always)]
+    pub fn apply(&self) -> &[Action] {
+        self.all().get(..usize::from(self.apply_len)).unwrap_or(&[])
+    }
+
+    /// The Write-Actions, in action-set order.
+    #[inline(always)]
+    pub fn write(&self) -> &[Action] {
+        let start = usize::from(self.apply_len);
+        self.all().get(start..start + usize::from(self.write_len)).unwrap_or(&[])
+    }
+}

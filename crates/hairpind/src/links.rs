@@ -1,0 +1,143 @@
+//! Linux interfaces as OpenFlow ports: their descriptions, their sockets, and the netlink
+//! monitor that turns link changes into PORT_STATUS messages.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use agent::session::Event;
+use agent::Agent;
+use ofp::{Port, PortConfig, PortState};
+use ports::{link_info, AfPacketPort, AnyPort, LinkChange, LinkMonitor, PortOptions};
+
+use crate::datapath::PortSet;
+
+/// Fanout group shared by the threads of one daemon (any 16-bit id unique on the host).
+fn fanout_group() -> u16 {
+    (std::process::id() & 0xffff) as u16
+}
+
+/// `ofp_port_features` bit for a full-duplex link speed, where OpenFlow names one.
+fn speed_feature(mbps: u32) -> u32 {
+    match mbps {
+        10 => ofp::OFPPF_10MB_FD,
+        100 => ofp::OFPPF_100MB_FD,
+        1_000 => ofp::OFPPF_1GB_FD,
+        10_000 => ofp::OFPPF_10GB_FD,
+        40_000 => ofp::OFPPF_40GB_FD,
+        100_000 => ofp::OFPPF_100GB_FD,
+        1_000_000 => ofp::OFPPF_1TB_FD,
+        _ => ofp::OFPPF_OTHER,
+    }
+}
+
+/// The OpenFlow description of interface `ifname` as port `port_no`.
+pub fn describe(port_no: u32, ifname: &str) -> io::Result<Port> {
+    let info = link_info(ifname).map_err(|e| io::Error::new(e.kind(), format!("{ifname}: {e}")))?;
+    let (features, kbps) = match info.speed_mbps {
+        Some(mbps) => (speed_feature(mbps) | ofp::OFPPF_COPPER, mbps.saturating_mul(1000)),
+        None => (0, 0),
+    };
+    Ok(Port {
+        port_no,
+        hw_addr: info.mac,
+        name: ifname.to_string(),
+        config: if info.up {
+            PortConfig::default()
+        } else {
+            PortConfig::PORT_DOWN
+        },
+        state: if info.up && info.running {
+            PortState::LIVE
+        } else {
+            PortState::LINK_DOWN
+        },
+        curr: features,
+        advertised: 0,
+        supported: features,
+        peer: 0,
+        curr_speed: kbps,
+        max_speed: kbps,
+    })
+}
+
+/// Announces every configured port to the switch core.
+pub fn add_ports(agent: &Agent, ports: &BTreeMap<u32, String>) -> io::Result<()> {
+    let now = switch_core::clock::now_ns();
+    for (port_no, ifname) in ports {
+        let desc = describe(*port_no, ifname)?;
+        agent.with_switch(|s| s.add_port(desc, now));
+    }
+    agent.with_switch(|s| s.publish());
+    Ok(())
+}
+
+/// Opens one datapath thread's sockets on every port (in a fanout group when several threads
+/// share the interfaces).
+pub fn open_ports(ports: &BTreeMap<u32, String>, threads: usize) -> io::Result<PortSet> {
+    let opts = PortOptions {
+        fanout_group: (threads > 1).then(fanout_group),
+        ..PortOptions::default()
+    };
+    let mut open = Vec::with_capacity(ports.len());
+    for (port_no, ifname) in ports {
+        let port = AfPacketPort::open(ifname, &opts)
+            .map_err(|e| io::Error::new(e.kind(), format!("port {port_no} ({ifname}): {e}")))?;
+        open.push((*port_no, AnyPort::AfPacket(port)));
+    }
+    Ok(PortSet::new(open, None))
+}
+
+fn wait_readable(fd: RawFd, timeout_ms: i32) {
+    let mut pollfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid, initialised pollfd that outlives the call.
+    unsafe {
+        libc::poll(&mut pollfd, 1, timeout_ms);
+    }
+}
+
+/// Follows link changes of the configured interfaces and raises PORT_STATUS for each.
+pub fn spawn_monitor(
+    agent: Agent,
+    ports: BTreeMap<u32, String>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<JoinHandle<()>> {
+    let mut monitor = LinkMonitor::new()?;
+    let by_name: BTreeMap<String, u32> = ports.into_iter().map(|(n, name)| (name, n)).collect();
+    let events = agent.events();
+    std::thread::Builder::new()
+        .name("hairpin-links".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                wait_readable(monitor.fd(), 200);
+                let mut changes = Vec::new();
+                let _ = monitor.poll_events(|ev| {
+                    if let Some(port_no) = by_name.get(&ev.ifname) {
+                        changes.push((*port_no, ev.change));
+                    }
+                });
+                for (port_no, change) in changes {
+                    let status = agent.with_switch(|s| {
+                        let status = match change {
+                            LinkChange::Up => s.set_link(port_no, true),
+                            LinkChange::Down => s.set_link(port_no, false),
+                            LinkChange::Removed => s.remove_port(port_no),
+                            LinkChange::Added | LinkChange::Modified => None,
+                        };
+                        s.publish();
+                        status
+                    });
+                    if let Some(status) = status {
+                        events.send(Event::PortStatus(status));
+                    }
+                }
+            }
+        })
+}

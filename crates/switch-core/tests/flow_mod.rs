@@ -1,0 +1,264 @@
+//! Flow-mod, group-mod and meter-mod semantics of OpenFlow 1.3.5 sections 6.4-6.6, checked
+//! against the switch core with a real datapath behind it.
+
+use std::sync::{Arc, Mutex};
+
+use dataplane::datapath::DatapathConfig;
+use ofp::{
+    Action, BadActionCode, BadInstructionCode, Bucket, FlowMod, FlowModCommand,
+    FlowModFailedCode, FlowModFlags, FlowStatsRequest, GroupMod, GroupModCommand, GroupType,
+    Instruction, Match, MeterBand, MeterFlags, MeterMod, MeterModCommand, MeterModFailedCode,
+    MultipartReplyBody, MultipartRequestBody, OfpError, OxmField, OxmValue, OFPG_ANY, OFPP_ANY,
+    OFP_NO_BUFFER,
+};
+use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+
+#[derive(Clone, Default)]
+struct Collected(Arc<Mutex<Vec<PacketOutJob>>>);
+
+impl PacketOutQueue for Collected {
+    fn submit(&mut self, job: PacketOutJob) {
+        self.0.lock().unwrap().push(job);
+    }
+}
+
+fn switch() -> Switch {
+    let config = DatapathConfig {
+        n_tables: 8,
+        ..DatapathConfig::default()
+    };
+    let (writer, _readers) = dataplane::datapath::new(config);
+    Switch::new(
+        SwitchSettings {
+            datapath_id: 1,
+            n_tables: 8,
+            n_buffers: 256,
+        },
+        writer,
+        Box::new(Collected::default()),
+    )
+}
+
+fn in_port(p: u32) -> Match {
+    Match {
+        fields: vec![OxmField::exact(OxmValue::InPort(p))],
+    }
+}
+
+fn output(port: u32) -> Vec<Instruction> {
+    vec![Instruction::ApplyActions(vec![Action::Output { port, max_len: 0 }])]
+}
+
+fn flow(command: FlowModCommand, table_id: u8, priority: u16, match_: Match) -> FlowMod {
+    FlowMod {
+        cookie: 0,
+        cookie_mask: 0,
+        table_id,
+        command,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        priority,
+        buffer_id: OFP_NO_BUFFER,
+        out_port: OFPP_ANY,
+        out_group: OFPG_ANY,
+        flags: FlowModFlags::default(),
+        match_,
+        instructions: output(2),
+    }
+}
+
+fn flows(sw: &Switch) -> Vec<ofp::FlowStats> {
+    let req = FlowStatsRequest {
+        table_id: ofp::OFPTT_ALL,
+        out_port: OFPP_ANY,
+        out_group: OFPG_ANY,
+        cookie: 0,
+        cookie_mask: 0,
+        match_: Match::default(),
+    };
+    match sw.multipart(&MultipartRequestBody::Flow(req), 0).unwrap() {
+        MultipartReplyBody::Flow(f) => f,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn identical_add_replaces_and_modify_keeps_cookie() {
+    let mut sw = switch();
+    let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(1));
+    fm.cookie = 7;
+    sw.flow_mod(&fm, 0).unwrap();
+    fm.instructions = output(3);
+    sw.flow_mod(&fm, 0).unwrap();
+    let f = flows(&sw);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].instructions, output(3));
+
+    let mut modify = flow(FlowModCommand::Modify, 0, 0, Match::default());
+    modify.cookie = 99;
+    modify.instructions = output(4);
+    sw.flow_mod(&modify, 0).unwrap();
+    let f = flows(&sw);
+    assert_eq!((f[0].cookie, f[0].instructions.clone()), (7, output(4)));
+}
+
+#[test]
+fn delete_filters_by_strictness_cookie_and_out_port() {
+    let mut sw = switch();
+    for (p, cookie) in [(1, 0x10), (2, 0x20), (3, 0x30)] {
+        let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(p));
+        fm.cookie = cookie;
+        fm.instructions = output(p + 10);
+        sw.flow_mod(&fm, 0).unwrap();
+    }
+    let mut strict_wrong_priority = flow(FlowModCommand::DeleteStrict, 0, 11, in_port(1));
+    strict_wrong_priority.instructions.clear();
+    sw.flow_mod(&strict_wrong_priority, 0).unwrap();
+    assert_eq!(flows(&sw).len(), 3);
+
+    let mut by_cookie = flow(FlowModCommand::Delete, ofp::OFPTT_ALL, 0, Match::default());
+    by_cookie.cookie = 0x20;
+    by_cookie.cookie_mask = 0xff;
+    sw.flow_mod(&by_cookie, 0).unwrap();
+    assert_eq!(flows(&sw).len(), 2);
+
+    let mut by_port = flow(FlowModCommand::Delete, ofp::OFPTT_ALL, 0, Match::default());
+    by_port.out_port = 13;
+    sw.flow_mod(&by_port, 0).unwrap();
+    let left = flows(&sw);
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].cookie, 0x10);
+}
+
+#[test]
+fn refused_flow_mods_name_the_spec_error_and_change_nothing() {
+    let mut sw = switch();
+    sw.flow_mod(&flow(FlowModCommand::Add, 0, 10, in_port(1)), 0).unwrap();
+    let cases: Vec<(FlowMod, OfpError)> = vec![
+        (
+            flow(FlowModCommand::Add, 8, 1, Match::default()),
+            OfpError::FlowModFailed(FlowModFailedCode::BadTableId),
+        ),
+        (
+            FlowMod {
+                instructions: vec![Instruction::GotoTable(1)],
+                ..flow(FlowModCommand::Add, 2, 1, Match::default())
+            },
+            OfpError::BadInstruction(BadInstructionCode::BadTableId),
+        ),
+        (
+            FlowMod {
+                instructions: vec![Instruction::ApplyActions(vec![Action::Group(5)])],
+                ..flow(FlowModCommand::Add, 0, 1, Match::default())
+            },
+            OfpError::BadAction(BadActionCode::BadOutGroup),
+        ),
+        (
+            FlowMod {
+                instructions: vec![Instruction::Meter(9)],
+                ..flow(FlowModCommand::Add, 0, 1, Match::default())
+            },
+            OfpError::MeterModFailed(MeterModFailedCode::UnknownMeter),
+        ),
+        (
+            FlowMod {
+                instructions: vec![Instruction::ApplyActions(vec![Action::SetField(
+                    OxmValue::TcpDst(80),
+                )])],
+                ..flow(FlowModCommand::Add, 0, 1, Match::default())
+            },
+            OfpError::BadAction(BadActionCode::MatchInconsistent),
+        ),
+        (
+            FlowMod {
+                flags: FlowModFlags::CHECK_OVERLAP,
+                ..flow(FlowModCommand::Add, 0, 10, Match::default())
+            },
+            OfpError::FlowModFailed(FlowModFailedCode::Overlap),
+        ),
+    ];
+    for (fm, expected) in cases {
+        assert_eq!(sw.flow_mod(&fm, 0), Err(expected));
+    }
+    assert_eq!(flows(&sw).len(), 1);
+}
+
+#[test]
+fn group_and_meter_deletion_remove_their_flows_with_flow_removed() {
+    let mut sw = switch();
+    let group = GroupMod {
+        command: GroupModCommand::Add,
+        group_type: GroupType::All,
+        group_id: 1,
+        buckets: vec![Bucket {
+            weight: 0,
+            watch_port: OFPP_ANY,
+            watch_group: OFPG_ANY,
+            actions: vec![Action::Output { port: 1, max_len: 0 }],
+        }],
+    };
+    sw.group_mod(&group, 0).unwrap();
+    let meter = MeterMod {
+        command: MeterModCommand::Add,
+        flags: MeterFlags::KBPS,
+        meter_id: 3,
+        bands: vec![MeterBand::Drop {
+            rate: 1000,
+            burst_size: 0,
+        }],
+    };
+    sw.meter_mod(&meter, 0).unwrap();
+    let mut via_group = flow(FlowModCommand::Add, 0, 5, in_port(1));
+    via_group.flags = FlowModFlags::SEND_FLOW_REM;
+    via_group.instructions = vec![Instruction::ApplyActions(vec![Action::Group(1)])];
+    sw.flow_mod(&via_group, 0).unwrap();
+    let mut metered = flow(FlowModCommand::Add, 0, 5, in_port(2));
+    metered.instructions = vec![Instruction::Meter(3)];
+    sw.flow_mod(&metered, 0).unwrap();
+    sw.flow_mod(&flow(FlowModCommand::Add, 0, 5, in_port(3)), 0).unwrap();
+
+    let removed = sw
+        .group_mod(
+            &GroupMod {
+                command: GroupModCommand::Delete,
+                ..group
+            },
+            1_000_000_000,
+        )
+        .unwrap();
+    assert_eq!(removed.len(), 1);
+    assert_eq!(removed[0].reason, ofp::OFPRR_GROUP_DELETE);
+    assert_eq!(removed[0].duration_sec, 1);
+    let removed = sw
+        .meter_mod(
+            &MeterMod {
+                command: MeterModCommand::Delete,
+                ..meter
+            },
+            0,
+        )
+        .unwrap();
+    assert!(removed.is_empty(), "no SEND_FLOW_REM, no message");
+    assert_eq!(flows(&sw).len(), 1);
+}
+
+#[test]
+fn timeouts_expire_with_their_reason() {
+    let mut sw = switch();
+    let mut idle = flow(FlowModCommand::Add, 0, 1, in_port(1));
+    idle.idle_timeout = 1;
+    idle.flags = FlowModFlags::SEND_FLOW_REM;
+    sw.flow_mod(&idle, 0).unwrap();
+    let mut hard = flow(FlowModCommand::Add, 0, 1, in_port(2));
+    hard.hard_timeout = 2;
+    hard.flags = FlowModFlags::SEND_FLOW_REM;
+    sw.flow_mod(&hard, 0).unwrap();
+    assert!(sw.expire(999_999_999).is_empty());
+    let first = sw.expire(1_000_000_000);
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].reason, ofp::OFPRR_IDLE_TIMEOUT);
+    let second = sw.expire(2_000_000_000);
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].reason, ofp::OFPRR_HARD_TIMEOUT);
+    assert!(flows(&sw).is_empty());
+}
