@@ -210,6 +210,12 @@ pub(crate) fn process<S: PacketSink>(
             slots,
             lookup,
         );
+        // Start loading every matched entry's counters before touching any.
+        for &s in slots.iter().take(sel.len()) {
+            if let Some(rule) = table.rule(s) {
+                crate::classifier::hash::prefetch_read(&*rule.payload.counters);
+            }
+        }
         let mut matched = 0u64;
         for (k, &i) in sel.iter().enumerate() {
             let i = usize::from(i);
@@ -317,20 +323,30 @@ fn apply_list<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
 
 /// Applies one action. `last` means the packet is not used afterwards, so a group may run
 /// its (single) bucket on it in place instead of on a copy.
+#[inline(always)]
 fn apply_one<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, action: Action, last: bool) -> Verdict {
-    let ok = match action {
+    match action {
         Action::Output { port, max_len } => {
             output(env, frame.bytes(), key, meta, port, max_len);
-            true
+            Verdict::Continue
         }
         Action::Group(id) => {
             run_group(env, frame, key, meta, id, last);
-            true
+            Verdict::Continue
         }
         Action::SetQueue(q) => {
             meta.queue = Some(q);
-            true
+            Verdict::Continue
         }
+        other => edit(env, frame, key, meta, other),
+    }
+}
+
+/// Header-rewriting actions (kept out of line so the common output path stays small).
+#[inline(never)]
+fn edit<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, action: Action) -> Verdict {
+    let ok = match action {
+        Action::Output { .. } | Action::Group(_) | Action::SetQueue(_) => true,
         Action::SetField(f, v) => {
             actions::set_field(frame, key, f, v);
             true
@@ -437,6 +453,7 @@ fn output<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta
     }
 }
 
+#[inline(never)]
 fn packet_in<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta, reason: PacketInReason, max_len: u16) {
     if env.state.ports.get(meta.in_port).is_some_and(|p| p.info.config.no_packet_in) {
         return;
@@ -466,6 +483,7 @@ fn packet_in<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, m
 
 /// Copies `frame` into a pool buffer and runs `f` on the copy; drops (counted) when the
 /// nesting budget or the pool is exhausted.
+#[inline(never)]
 fn with_copy<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], f: impl FnOnce(&mut Env<'_, S>, &mut Frame<'_>)) {
     if env.depth == 0 {
         env.drops.other += 1;
@@ -533,6 +551,7 @@ fn run_sorted<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
 }
 
 /// Runs one packet through the pipeline from table 0 (OUTPUT TABLE).
+#[inline(never)]
 fn resubmit<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], in_port: u32) {
     with_copy(env, frame, |env, copy| {
         let mut key = FlowKey::default();
@@ -547,6 +566,7 @@ fn resubmit<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], in_port: u32) {
 }
 
 /// The single-packet pipeline (packet-out through TABLE, InSP).
+#[inline(never)]
 fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey) {
     let mut set = ActionSet::default();
     let mut table_id = 0u8;
@@ -566,6 +586,7 @@ fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
 }
 
 /// InSP: builds a packet from the template and the triggering packet and runs `list` on it.
+#[inline(never)]
 fn insp<S: PacketSink>(env: &mut Env<'_, S>, trigger: &Frame<'_>, key: &FlowKey, meta: &Meta, template_id: u32, list: &[Action]) {
     let Some(template) = env.state.templates.get(&template_id) else {
         env.drops.insp_failed += 1;
@@ -597,6 +618,7 @@ fn insp<S: PacketSink>(env: &mut Env<'_, S>, trigger: &Frame<'_>, key: &FlowKey,
 
 /// NORMAL: the legacy L2 switch classifies the frame into a VLAN, learns its source and
 /// picks the out ports with the tag change each needs (never the ingress port).
+#[inline(never)]
 fn normal<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta) {
     let state = env.state;
     let tag = (key.vlan_vid & crate::key::OFPVID_PRESENT != 0).then_some(key.vlan_vid & 0x0fff);

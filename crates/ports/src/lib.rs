@@ -1,7 +1,8 @@
 //! Packet I/O for Hairpin: Linux interfaces as OpenFlow ports.
 //!
-//! - [`AfPacketPort`]: AF_PACKET with TPACKET_V3 receive and transmit rings, batching,
-//!   optional fanout, qdisc bypass; outer VLAN tags the kernel strips are handed back,
+//! - [`AfPacketPort`]: AF_PACKET with TPACKET_V3 receive and transmit rings (or V2
+//!   per-frame rings for low latency, [`RingKind`]), batching, optional fanout, qdisc
+//!   bypass; outer VLAN tags the kernel strips are handed back,
 //!   and frames a local stack left unfinished (partial checksum, GSO) are completed.
 //! - [`TapPort`]: a TAP device for the OpenFlow LOCAL port.
 //! - [`PcapWriter`] / [`PcapReader`]: classic pcap files for debugging and replay.
@@ -11,6 +12,7 @@
 
 mod afpacket;
 mod frame;
+mod iface;
 mod link;
 mod offload;
 mod pcap;

@@ -47,8 +47,8 @@ impl TapPort {
         let ifname = String::from_utf8_lossy(req.name.get(..len).unwrap_or_default()).into_owned();
 
         let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0, "interface ioctl socket")?;
-        let ifindex = crate::afpacket::interface_index(ctl.as_raw_fd(), &ifname)?;
-        let mtu = crate::afpacket::interface_mtu(ctl.as_raw_fd(), &ifname)?;
+        let ifindex = crate::iface::interface_index(ctl.as_raw_fd(), &ifname)?;
+        let mtu = crate::iface::interface_mtu(ctl.as_raw_fd(), &ifname)?;
         Ok(TapPort {
             fd,
             ifname,
@@ -143,7 +143,7 @@ impl TapPort {
     /// Re-reads the MTU (call it when the link monitor reports a change).
     pub fn refresh_mtu(&mut self) -> io::Result<u32> {
         let ctl = sys::socket(libc::AF_INET, libc::SOCK_DGRAM, 0, "interface ioctl socket")?;
-        self.mtu = crate::afpacket::interface_mtu(ctl.as_raw_fd(), &self.ifname)?;
+        self.mtu = crate::iface::interface_mtu(ctl.as_raw_fd(), &self.ifname)?;
         Ok(self.mtu)
     }
 }

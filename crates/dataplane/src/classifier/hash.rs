@@ -117,30 +117,37 @@ impl Hasher for SeededHasher {
 /// Seeded std `HashMap` used on the control side.
 pub type SeededMap<K, V> = std::collections::HashMap<K, V, SeededState>;
 
-const EMPTY: u64 = u64::MAX;
+/// One index slot: the first significant masked key word (so a single-word match is verified
+/// without touching the rule), the rule slot, its priority, and 16 hash bits as a tag.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct IndexEntry {
+    pub word0: u64,
+    pub slot: u32,
+    pub priority: u16,
+    tag: u16,
+}
 
-/// Linear-probing index from a 64-bit hash to a `u32` slot. Each entry packs the hash's top 32
-/// bits (its home position and a tag that filters almost every false candidate before the key
-/// compare) with the slot, 8 entries per cache line. Load factor at most 1/2; deletion shifts
-/// entries back so no tombstones accumulate.
+const EMPTY: IndexEntry = IndexEntry { word0: 0, slot: u32::MAX, priority: 0, tag: 0 };
+
+#[inline(always)]
+fn tag(hash: u64) -> u16 {
+    (hash >> 16) as u16
+}
+
+/// Linear-probing index from a masked-key hash to the rule slot, 4 entries per cache line.
+/// Load factor at most 1/2; deletion shifts entries back so no tombstones accumulate. Homes
+/// are recomputed from the rules (`rehash`) when growing or deleting.
 #[derive(Clone, Debug)]
 pub struct RawIndex {
-    entries: Box<[u64]>,
+    entries: Box<[IndexEntry]>,
     len: usize,
 }
 
 impl Default for RawIndex {
     fn default() -> Self {
-        RawIndex {
-            entries: vec![EMPTY; 8].into_boxed_slice(),
-            len: 0,
-        }
+        RawIndex { entries: vec![EMPTY; 8].into_boxed_slice(), len: 0 }
     }
-}
-
-#[inline(always)]
-fn tag(hash: u64) -> u64 {
-    hash >> 32
 }
 
 impl RawIndex {
@@ -153,55 +160,54 @@ impl RawIndex {
     }
 
     #[inline(always)]
-    fn mask(&self) -> usize {
-        self.entries.len() - 1
-    }
-
-    #[inline(always)]
-    fn home(&self, tag: u64) -> usize {
-        (tag as usize) & self.mask()
+    fn home(&self, hash: u64) -> usize {
+        ((hash >> 32) as usize) & (self.entries.len() - 1)
     }
 
     /// Hints the CPU to load the line the probe for `hash` starts at.
     #[inline(always)]
     pub fn prefetch(&self, hash: u64) {
-        if let Some(e) = self.entries.get(self.home(tag(hash))) {
+        if let Some(e) = self.entries.get(self.home(hash)) {
             prefetch_read(e);
         }
     }
 
-    /// The first slot whose tag matches `hash` and for which `eq(slot)` holds.
+    /// The entry whose tag and first word match and for which `rest_eq(slot)` holds.
     #[inline(always)]
-    pub fn find(&self, hash: u64, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
-        let mask = self.mask();
+    pub fn find(&self, hash: u64, word0: u64, mut rest_eq: impl FnMut(u32) -> bool) -> Option<&IndexEntry> {
+        let mask = self.entries.len() - 1;
         let t = tag(hash);
-        let mut pos = self.home(t);
+        let mut pos = self.home(hash);
         loop {
-            let e = *self.entries.get(pos)?;
-            if e == EMPTY {
+            let e = self.entries.get(pos)?;
+            if e.slot == u32::MAX {
                 return None;
             }
-            if e >> 32 == t && eq(e as u32) {
-                return Some(e as u32);
+            if e.tag == t && e.word0 == word0 && rest_eq(e.slot) {
+                return Some(e);
             }
             pos = (pos + 1) & mask;
         }
     }
 
-    /// Inserts `slot` under `hash` (the caller ensures no equal key is present).
-    pub fn insert(&mut self, hash: u64, slot: u32) {
+    /// Inserts an entry (the caller ensures no equal key is present).
+    pub fn insert(&mut self, hash: u64, word0: u64, slot: u32, priority: u16, rehash: impl Fn(u32) -> u64) {
         if (self.len + 1) * 2 > self.entries.len() {
-            self.grow();
+            let bigger = vec![EMPTY; self.entries.len() * 2].into_boxed_slice();
+            let old = std::mem::replace(&mut self.entries, bigger);
+            for e in old.iter().filter(|e| e.slot != u32::MAX) {
+                self.place(rehash(e.slot), *e);
+            }
         }
-        self.place((tag(hash) << 32) | u64::from(slot));
+        self.place(hash, IndexEntry { word0, slot, priority, tag: tag(hash) });
         self.len += 1;
     }
 
-    fn place(&mut self, entry: u64) {
-        let mask = self.mask();
-        let mut pos = self.home(entry >> 32);
+    fn place(&mut self, hash: u64, entry: IndexEntry) {
+        let mask = self.entries.len() - 1;
+        let mut pos = self.home(hash);
         while let Some(e) = self.entries.get_mut(pos) {
-            if *e == EMPTY {
+            if e.slot == u32::MAX {
                 *e = entry;
                 return;
             }
@@ -209,29 +215,28 @@ impl RawIndex {
         }
     }
 
-    fn position(&self, want: u64) -> Option<usize> {
-        let mask = self.mask();
-        let mut pos = self.home(want >> 32);
+    fn position(&self, hash: u64, slot: u32) -> Option<usize> {
+        let mask = self.entries.len() - 1;
+        let mut pos = self.home(hash);
         loop {
-            let e = *self.entries.get(pos)?;
-            if e == EMPTY {
+            let e = self.entries.get(pos)?;
+            if e.slot == u32::MAX {
                 return None;
             }
-            if e == want {
+            if e.slot == slot {
                 return Some(pos);
             }
             pos = (pos + 1) & mask;
         }
     }
 
-    /// Replaces the slot stored for (`hash`, `old`) by `new`.
-    pub fn replace(&mut self, hash: u64, old: u32, new: u32) -> bool {
-        let Some(pos) = self.position((tag(hash) << 32) | u64::from(old)) else {
-            return false;
-        };
+    /// Points the entry of (`hash`, `old`) at `new` with priority `priority`.
+    pub fn replace(&mut self, hash: u64, old: u32, new: u32, priority: u16) -> bool {
+        let Some(pos) = self.position(hash, old) else { return false };
         match self.entries.get_mut(pos) {
             Some(e) => {
-                *e = (tag(hash) << 32) | u64::from(new);
+                e.slot = new;
+                e.priority = priority;
                 true
             }
             None => false,
@@ -239,25 +244,19 @@ impl RawIndex {
     }
 
     /// Removes the entry (`hash`, `slot`); returns whether it was present.
-    pub fn remove(&mut self, hash: u64, slot: u32) -> bool {
-        let Some(mut hole) = self.position((tag(hash) << 32) | u64::from(slot)) else {
-            return false;
-        };
-        let mask = self.mask();
+    pub fn remove(&mut self, hash: u64, slot: u32, rehash: impl Fn(u32) -> u64) -> bool {
+        let Some(mut hole) = self.position(hash, slot) else { return false };
+        let mask = self.entries.len() - 1;
         let mut pos = hole;
         loop {
             pos = (pos + 1) & mask;
             let e = self.entries.get(pos).copied().unwrap_or(EMPTY);
-            if e == EMPTY {
+            if e.slot == u32::MAX {
                 break;
             }
             // Move `e` into the hole unless its home lies cyclically in (hole, pos].
-            let home = self.home(e >> 32);
-            let stays = if hole < pos {
-                hole < home && home <= pos
-            } else {
-                hole < home || home <= pos
-            };
+            let home = self.home(rehash(e.slot));
+            let stays = if hole < pos { hole < home && home <= pos } else { hole < home || home <= pos };
             if !stays {
                 if let Some(h) = self.entries.get_mut(hole) {
                     *h = e;
@@ -270,14 +269,6 @@ impl RawIndex {
         }
         self.len -= 1;
         true
-    }
-
-    fn grow(&mut self) {
-        let bigger = vec![EMPTY; self.entries.len() * 2].into_boxed_slice();
-        let old = std::mem::replace(&mut self.entries, bigger);
-        for e in old.iter().copied().filter(|&e| e != EMPTY) {
-            self.place(e);
-        }
     }
 }
 

@@ -189,16 +189,20 @@ impl<P> Classifier<P> {
         };
         sub.count_rule(priority);
         let h = hash_masked(self.seed, &key, &sub.mask, &sub.words);
-        let rules = &self.rules;
-        let head = sub.index.find(h, |s| {
-            rule_key(rules, s).is_some_and(|k| sub.key_eq(k, &key))
-        });
+        let head = find_head(&self.rules, sub, h, &key);
         match head {
-            None => sub.index.insert(h, slot),
+            None => {
+                let seed = self.seed;
+                let rules = &self.rules;
+                let (mask, words) = (&sub.mask, &sub.words);
+                let rehash = |s: u32| rule_key(rules, s).map_or(0, |k| hash_masked(seed, k, mask, words));
+                let word0 = sub.word0(&key);
+                sub.index.insert(h, word0, slot, priority, rehash);
+            }
             Some(head) => {
                 let new_head = chain_insert(&mut self.rules, head, slot);
                 if new_head != head {
-                    sub.index.replace(h, head, new_head);
+                    sub.index.replace(h, head, new_head, prio_of(&self.rules, new_head));
                 }
             }
         }
@@ -221,17 +225,17 @@ impl<P> Classifier<P> {
         };
         sub.uncount_rule(priority);
         let h = hash_masked(self.seed, &key, &sub.mask, &sub.words);
-        let rules = &self.rules;
-        let head = sub.index.find(h, |s| {
-            rule_key(rules, s).is_some_and(|k| sub.key_eq(k, &key))
-        });
-        if let Some(head) = head {
+        if let Some(head) = find_head(&self.rules, sub, h, &key) {
             let new_head = chain_remove(&mut self.rules, head, slot);
             if new_head != head {
                 if new_head == NO_RULE {
-                    sub.index.remove(h, head);
+                    let seed = self.seed;
+                    let rules = &self.rules;
+                    let (mask, words) = (&sub.mask, &sub.words);
+                    let rehash = |s: u32| rule_key(rules, s).map_or(0, |k| hash_masked(seed, k, mask, words));
+                    sub.index.remove(h, head, rehash);
                 } else {
-                    sub.index.replace(h, head, new_head);
+                    sub.index.replace(h, head, new_head, prio_of(&self.rules, new_head));
                 }
             }
         }
@@ -378,9 +382,14 @@ impl<P> Classifier<P> {
 
     #[inline(always)]
     fn find_in(&self, sub: &Subtable, h: u64, key: &Words) -> Option<u32> {
-        sub.index.find(h, |s| {
-            rule_key(&self.rules, s).is_some_and(|k| sub.key_eq(key, k))
-        })
+        self.find_entry(sub, h, key).map(|e| e.slot)
+    }
+
+    /// The index entry matching `key` (its priority is the slot's, without loading the rule).
+    #[inline(always)]
+    fn find_entry<'s>(&self, sub: &'s Subtable, h: u64, key: &Words) -> Option<&'s hash::IndexEntry> {
+        let single = sub.words.len() <= 1;
+        sub.index.find(h, sub.word0(key), |s| single || rule_key(&self.rules, s).is_some_and(|k| sub.rest_eq(key, k)))
     }
 
     /// Classifies `n` packets at once: `out[i]` receives the slot for `key(i)` or [`NO_RULE`].
@@ -435,11 +444,11 @@ impl<P> Classifier<P> {
                         .take(n)
                     {
                         if *b < max {
-                            if let Some(slot) = self.find_in(sub, *h, key(i)) {
-                                let p = self.rule(slot).map_or(0, |r| i32::from(r.priority));
+                            if let Some(e) = self.find_entry(sub, *h, key(i)) {
+                                let p = i32::from(e.priority);
                                 if p > *b {
                                     *b = p;
-                                    *o = slot;
+                                    *o = e.slot;
                                 }
                             }
                         }
@@ -469,6 +478,11 @@ impl<P> Classifier<P> {
             }
         }
     }
+}
+
+/// The chain head (highest-priority rule) in `sub` whose masked key equals `key`.
+fn find_head<P>(rules: &[Option<Rule<P>>], sub: &Subtable, h: u64, key: &Words) -> Option<u32> {
+    sub.index.find(h, sub.word0(key), |s| rule_key(rules, s).is_some_and(|k| sub.key_eq(k, key))).map(|e| e.slot)
 }
 
 #[inline(always)]

@@ -66,6 +66,31 @@ impl Subtable {
         self.prios.is_empty()
     }
 
+    /// The first significant word of `key & mask` (stored in the index entries).
+    #[inline(always)]
+    pub fn word0(&self, key: &Words) -> u64 {
+        match self.words.first() {
+            Some(&i) => {
+                let i = usize::from(i);
+                key.get(i).copied().unwrap_or(0) & self.mask.get(i).copied().unwrap_or(0)
+            }
+            None => 0,
+        }
+    }
+
+    /// Whether `key & mask` equals the masked rule key `rule` on the significant words after
+    /// the first (which the index entry already compared).
+    #[inline(always)]
+    pub fn rest_eq(&self, key: &Words, rule: &Words) -> bool {
+        self.words.get(1..).unwrap_or(&[]).iter().all(|&i| {
+            let i = usize::from(i);
+            match (key.get(i), self.mask.get(i), rule.get(i)) {
+                (Some(k), Some(m), Some(r)) => k & m == *r,
+                _ => false,
+            }
+        })
+    }
+
     /// Whether `key & mask` equals the masked rule key `rule` on the significant words.
     #[inline(always)]
     pub fn key_eq(&self, key: &Words, rule: &Words) -> bool {

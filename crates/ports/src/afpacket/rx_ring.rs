@@ -225,3 +225,125 @@ struct FrameLocation {
     vnet: VnetHeader,
     truncated: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLOCK: usize = 4096;
+    const FIRST: usize = 48;
+    /// Frame header, sockaddr_ll room and the virtio-net header before the data.
+    const MAC: u16 = 96;
+
+    /// Two blocks of 8-byte aligned memory standing in for a mapped ring.
+    fn ring_memory() -> Vec<u64> {
+        vec![0u64; 2 * BLOCK / 8]
+    }
+
+    fn bytes(mem: &mut [u64]) -> &mut [u8] {
+        // SAFETY: any u64 buffer is also a valid, writable byte buffer of 8x the length.
+        unsafe { std::slice::from_raw_parts_mut(mem.as_mut_ptr().cast::<u8>(), mem.len() * 8) }
+    }
+
+    fn put_u32(mem: &mut [u64], at: usize, value: u32) {
+        bytes(mem)[at..at + 4].copy_from_slice(&value.to_ne_bytes());
+    }
+
+    fn put_u16(mem: &mut [u64], at: usize, value: u16) {
+        bytes(mem)[at..at + 2].copy_from_slice(&value.to_ne_bytes());
+    }
+
+    /// Writes a frame header at `offset` of block 0.
+    fn frame(mem: &mut [u64], offset: usize, next: u32, mac: u16, len: u32) {
+        put_u32(
+            mem,
+            offset + offset_of!(libc::tpacket3_hdr, tp_next_offset),
+            next,
+        );
+        put_u32(
+            mem,
+            offset + offset_of!(libc::tpacket3_hdr, tp_snaplen),
+            len,
+        );
+        put_u32(mem, offset + offset_of!(libc::tpacket3_hdr, tp_len), len);
+        put_u16(mem, offset + offset_of!(libc::tpacket3_hdr, tp_mac), mac);
+    }
+
+    fn hand_over(mem: &mut [u64], frames: u32) {
+        put_u32(mem, BLOCK_NUM_PKTS, frames);
+        put_u32(mem, BLOCK_FIRST_PKT, FIRST as u32);
+        put_u32(mem, BLOCK_STATUS, libc::TP_STATUS_USER);
+    }
+
+    fn drain(mem: &mut [u64]) -> (Vec<usize>, u64) {
+        // SAFETY: `mem` holds two blocks and outlives the ring.
+        let mut ring = unsafe { RxRing::new(mem.as_mut_ptr().cast(), BLOCK, 2) };
+        let mut lens = Vec::new();
+        let mut malformed = 0;
+        while let Some(f) = ring.next_frame(&mut malformed) {
+            lens.push(f.data.len());
+        }
+        (lens, malformed)
+    }
+
+    #[test]
+    fn walks_a_block_and_gives_it_back() {
+        let mut mem = ring_memory();
+        frame(&mut mem, FIRST, 256, MAC, 60);
+        frame(&mut mem, FIRST + 256, 0, MAC, 100);
+        hand_over(&mut mem, 2);
+        assert_eq!(drain(&mut mem), (vec![60, 100], 0));
+        assert_eq!(
+            mem[BLOCK_STATUS / 8] as u32 & libc::TP_STATUS_USER,
+            0,
+            "released"
+        );
+    }
+
+    #[test]
+    fn lengths_past_the_block_are_refused() {
+        let mut mem = ring_memory();
+        frame(&mut mem, FIRST, 256, MAC, 60);
+        frame(&mut mem, FIRST + 256, 0, MAC, BLOCK as u32);
+        hand_over(&mut mem, 2);
+        assert_eq!(drain(&mut mem), (vec![60], 1));
+
+        let mut mem = ring_memory();
+        frame(&mut mem, FIRST, 0, MAC, 60);
+        hand_over(&mut mem, 3);
+        assert_eq!(
+            drain(&mut mem),
+            (vec![], 3),
+            "zero next offset with frames left"
+        );
+
+        let mut mem = ring_memory();
+        frame(&mut mem, FIRST, 0, 8, 60);
+        hand_over(&mut mem, 1);
+        assert_eq!(drain(&mut mem), (vec![], 1), "data overlapping the header");
+
+        let mut mem = ring_memory();
+        put_u32(&mut mem, BLOCK_NUM_PKTS, 5);
+        put_u32(&mut mem, BLOCK_FIRST_PKT, u32::MAX);
+        put_u32(&mut mem, BLOCK_STATUS, libc::TP_STATUS_USER);
+        assert_eq!(
+            drain(&mut mem),
+            (vec![], 5),
+            "first frame outside the block"
+        );
+    }
+
+    #[test]
+    fn truncated_frames_are_skipped_alone() {
+        let mut mem = ring_memory();
+        frame(&mut mem, FIRST, 256, MAC, 60);
+        put_u32(
+            &mut mem,
+            FIRST + offset_of!(libc::tpacket3_hdr, tp_len),
+            9000,
+        );
+        frame(&mut mem, FIRST + 256, 0, MAC, 70);
+        hand_over(&mut mem, 2);
+        assert_eq!(drain(&mut mem), (vec![70], 1));
+    }
+}

@@ -47,8 +47,8 @@ fn interface_flags(fd: &OwnedFd, ifname: &str) -> io::Result<libc::c_short> {
 pub fn link_info(ifname: &str) -> io::Result<LinkInfo> {
     let fd = ioctl_socket()?;
     let raw = fd.as_raw_fd();
-    let ifindex = crate::afpacket::interface_index(raw, ifname)?;
-    let mtu = crate::afpacket::interface_mtu(raw, ifname)?;
+    let ifindex = crate::iface::interface_index(raw, ifname)?;
+    let mtu = crate::iface::interface_mtu(raw, ifname)?;
     let flags = i32::from(interface_flags(&fd, ifname)?);
 
     let mut req = IfReq::new(ifname)?;

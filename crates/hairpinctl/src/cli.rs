@@ -1,0 +1,92 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::target::{Target, DEFAULT_TARGET};
+
+/// Operate a running hairpind over OpenFlow 1.3, like ovs-ofctl.
+#[derive(Parser, Debug)]
+#[command(name = "hairpinctl", version)]
+pub struct Cli {
+    /// Where hairpind listens: unix:PATH or tcp:IP:PORT.
+    #[arg(long, env = "HAIRPIN_TARGET", default_value = DEFAULT_TARGET, global = true)]
+    pub target: Target,
+    /// Seconds to wait for each answer from the switch.
+    #[arg(long, default_value_t = 30, global = true)]
+    pub timeout: u64,
+    /// mod-flows / del-flows: match priority and every field exactly.
+    #[arg(long, global = true)]
+    pub strict: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flows, groups and meters may be given as one argument or split over several (joined
+/// with spaces).
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Switch features, port descriptions and configuration.
+    Show,
+    /// Manufacturer, hardware and software descriptions.
+    DumpDesc,
+    /// Flows, optionally only those a FLOW filter selects (table=, cookie=V/M, out_port=, match).
+    DumpFlows { flow: Vec<String> },
+    /// Packet, byte and flow counts of the flows a FLOW filter selects.
+    DumpAggregate { flow: Vec<String> },
+    /// Per-table counters.
+    DumpTables,
+    /// Port counters, of one PORT or all.
+    DumpPorts { port: Option<String> },
+    /// Port descriptions.
+    DumpPortsDesc,
+    /// Groups (`group_id=N` for one), in add-group syntax.
+    DumpGroups { group: Option<String> },
+    /// Group counters (`group_id=N` for one).
+    DumpGroupStats { group: Option<String> },
+    /// Meters (`meter=N` for one), in add-meter syntax.
+    DumpMeters { meter: Option<String> },
+    /// Meter counters (`meter=N` for one).
+    MeterStats { meter: Option<String> },
+    /// Add a flow: `priority=100,in_port=1,actions=output:2`.
+    AddFlow {
+        #[arg(required = true)]
+        flow: Vec<String>,
+    },
+    /// Add the flows of FILE (one per line, `#` comments, `-` for stdin) and wait for one barrier.
+    AddFlows { file: PathBuf },
+    /// Change the actions of the flows FLOW selects (--strict: only the exact one).
+    ModFlows {
+        #[arg(required = true)]
+        flow: Vec<String>,
+    },
+    /// Delete the flows FLOW selects, or all (--strict: only the exact one).
+    DelFlows { flow: Vec<String> },
+    /// Add a group: `group_id=1,type=select,bucket=weight:10,actions=output:1,...`.
+    AddGroup {
+        #[arg(required = true)]
+        group: Vec<String>,
+    },
+    /// Replace a group's type and buckets.
+    ModGroup {
+        #[arg(required = true)]
+        group: Vec<String>,
+    },
+    /// Delete one group (`group_id=N`) or all.
+    DelGroups { group: Option<String> },
+    /// Add a meter: `meter=1,kbps,burst,band=type=drop,rate=1000,burst_size=100`.
+    AddMeter {
+        #[arg(required = true)]
+        meter: Vec<String>,
+    },
+    /// Replace a meter's flags and bands.
+    ModMeter {
+        #[arg(required = true)]
+        meter: Vec<String>,
+    },
+    /// Delete one meter (`meter=N`) or all.
+    DelMeters { meter: Option<String> },
+    /// Send a barrier and wait for its reply.
+    Barrier,
+}
