@@ -2,9 +2,11 @@
 //! (priority, match), strict and non-strict lookups, overlap checks, cookies, timeouts. Every
 //! change is mirrored into the datapath as an incremental op.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use dataplane::classifier::hash::{SeededMap, SeededState};
 use dataplane::counters::FlowCounters;
 use dataplane::datapath::{FlowId, Op};
 use dataplane::key::{Match as DpMatch, KEY_WORDS};
@@ -144,15 +146,35 @@ impl Selector<'_> {
     }
 }
 
+/// Entries sharing one (priority, match hash) slot of the identity index: almost always one.
+#[derive(Debug)]
+enum RuleSlot {
+    One(FlowId),
+    Many(Vec<FlowId>),
+}
+
+impl RuleSlot {
+    fn ids(&self) -> &[FlowId] {
+        match self {
+            RuleSlot::One(id) => std::slice::from_ref(id),
+            RuleSlot::Many(ids) => ids,
+        }
+    }
+}
+
 /// A flow table: the entries, an index for strict identity, and the entries with timeouts.
+///
+/// Entries are boxed and the identity index holds a 64-bit keyed hash of the match rather
+/// than the 368-byte match itself, so growing the maps moves a few bytes per entry.
 #[derive(Debug)]
 pub struct FlowTable {
     pub table_id: u8,
     pub max_entries: u32,
     pub config: u32,
-    entries: HashMap<FlowId, FlowEntry>,
-    by_rule: HashMap<(u16, DpMatch), FlowId>,
-    timed: HashSet<FlowId>,
+    entries: SeededMap<FlowId, Box<FlowEntry>>,
+    by_rule: SeededMap<(u16, u64), RuleSlot>,
+    rule_hasher: SeededState,
+    timed: HashSet<FlowId, SeededState>,
 }
 
 /// What an add did to the table.
@@ -168,9 +190,10 @@ impl FlowTable {
             table_id,
             max_entries,
             config: 0,
-            entries: HashMap::new(),
-            by_rule: HashMap::new(),
-            timed: HashSet::new(),
+            entries: SeededMap::default(),
+            by_rule: SeededMap::default(),
+            rule_hasher: SeededState::default(),
+            timed: HashSet::default(),
         }
     }
 
@@ -183,18 +206,54 @@ impl FlowTable {
     }
 
     pub fn entries(&self) -> impl Iterator<Item = &FlowEntry> {
-        self.entries.values()
+        self.entries.values().map(|e| &**e)
     }
 
     pub fn get(&self, id: FlowId) -> Option<&FlowEntry> {
-        self.entries.get(&id)
+        self.entries.get(&id).map(|e| &**e)
+    }
+
+    fn rule_key(&self, priority: u16, compiled: &DpMatch) -> (u16, u64) {
+        (priority, self.rule_hasher.hash_one(compiled))
     }
 
     /// The entry with this exact match and priority, if any.
     pub fn find_strict(&self, priority: u16, compiled: &DpMatch) -> Option<&FlowEntry> {
-        self.by_rule
-            .get(&(priority, *compiled))
-            .and_then(|id| self.entries.get(id))
+        let slot = self.by_rule.get(&self.rule_key(priority, compiled))?;
+        slot.ids()
+            .iter()
+            .filter_map(|id| self.entries.get(id))
+            .find(|e| e.priority == priority && e.compiled == *compiled)
+            .map(|e| &**e)
+    }
+
+    fn index_rule(&mut self, entry: &FlowEntry) {
+        let key = self.rule_key(entry.priority, &entry.compiled);
+        match self.by_rule.get_mut(&key) {
+            None => {
+                self.by_rule.insert(key, RuleSlot::One(entry.id));
+            }
+            Some(slot) => {
+                let mut ids = slot.ids().to_vec();
+                ids.push(entry.id);
+                *slot = RuleSlot::Many(ids);
+            }
+        }
+    }
+
+    fn unindex_rule(&mut self, entry: &FlowEntry) {
+        let key = self.rule_key(entry.priority, &entry.compiled);
+        let Some(slot) = self.by_rule.get_mut(&key) else {
+            return;
+        };
+        let rest: Vec<FlowId> = slot.ids().iter().copied().filter(|id| *id != entry.id).collect();
+        match rest.as_slice() {
+            [] => {
+                self.by_rule.remove(&key);
+            }
+            [one] => *slot = RuleSlot::One(*one),
+            _ => *slot = RuleSlot::Many(rest),
+        }
     }
 
     /// Whether an entry of the same priority overlaps `compiled` (CHECK_OVERLAP).
@@ -207,14 +266,16 @@ impl FlowTable {
     /// Whether adding one more entry would exceed the table (replacements never do).
     pub fn is_full_for(&self, priority: u16, compiled: &DpMatch) -> bool {
         self.entries.len() >= self.max_entries as usize
-            && !self.by_rule.contains_key(&(priority, *compiled))
+            && self.find_strict(priority, compiled).is_none()
     }
 
     /// Inserts `entry`, replacing an identical one (whose counters it keeps unless
     /// RESET_COUNTS), and emits the datapath ops.
     pub fn add(&mut self, mut entry: FlowEntry, ops: &mut Vec<Op>) -> AddOutcome {
-        let rule = (entry.priority, entry.compiled);
-        let outcome = match self.by_rule.get(&rule).copied() {
+        let existing = self
+            .find_strict(entry.priority, &entry.compiled)
+            .map(|e| e.id);
+        let outcome = match existing {
             Some(old_id) => {
                 if let Some(old) = self.remove_entry(old_id, ops) {
                     if !entry.flags.contains(FlowModFlags::RESET_COUNTS) {
@@ -237,8 +298,8 @@ impl FlowTable {
         if entry.idle_timeout != 0 || entry.hard_timeout != 0 {
             self.timed.insert(entry.id);
         }
-        self.by_rule.insert(rule, entry.id);
-        self.entries.insert(entry.id, entry);
+        self.index_rule(&entry);
+        self.entries.insert(entry.id, Box::new(entry));
         outcome
     }
 
@@ -283,13 +344,13 @@ impl FlowTable {
     /// Removes entry `id`, emitting the datapath op; returns it for a flow-removed message.
     pub fn remove_entry(&mut self, id: FlowId, ops: &mut Vec<Op>) -> Option<FlowEntry> {
         let entry = self.entries.remove(&id)?;
-        self.by_rule.remove(&(entry.priority, entry.compiled));
+        self.unindex_rule(&entry);
         self.timed.remove(&id);
         ops.push(Op::RemoveFlow {
             table: self.table_id,
             id,
         });
-        Some(entry)
+        Some(*entry)
     }
 
     /// Entries whose idle or hard timeout has passed, with the reason.
