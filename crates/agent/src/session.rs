@@ -80,12 +80,18 @@ pub struct State {
     pub roles: Roles,
 }
 
+/// Most table-features entries a request split over several messages may carry (254 tables,
+/// with room to spare); beyond it the switch stops buffering.
+const MAX_BUFFERED_TABLE_FEATURES: usize = 512;
+
 /// Per-connection protocol state.
 #[derive(Debug)]
 pub struct Session {
     pub conn: ConnId,
     negotiated: bool,
     async_config: AsyncConfig,
+    /// A table-features request arriving in parts (OFPMPF_REQ_MORE), with its xid.
+    pending_table_features: Option<(u32, Vec<ofp::TableFeatures>)>,
 }
 
 fn is_modifying(msg: &Message) -> bool {
@@ -108,6 +114,7 @@ impl Session {
             conn,
             negotiated: false,
             async_config: default_async_config(),
+            pending_table_features: None,
         }
     }
 
@@ -233,10 +240,10 @@ impl Session {
                 Outcome::default()
             }
             Message::MultipartRequest(req) => {
-                if req.flags & ofp::OFPMPF_REQ_MORE != 0 {
-                    return Err(OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow));
-                }
-                let body = switch.multipart(&req.body, now_ns)?;
+                let Some(body) = self.assemble_multipart(xid, req)? else {
+                    return Ok(Outcome::default());
+                };
+                let body = switch.multipart(&body, now_ns)?;
                 Outcome::reply(xid, Message::MultipartReply(MultipartReply { flags: 0, body }))
             }
             Message::BarrierRequest => {
@@ -288,6 +295,42 @@ impl Session {
             | Message::RoleReply(_)
             | Message::GetAsyncReply(_) => return Err(OfpError::BadRequest(BadRequestCode::BadType)),
         })
+    }
+}
+
+impl Session {
+    /// Joins a request sent in parts (spec 7.3.5: OFPMPF_REQ_MORE on all but the last part,
+    /// same xid). Only table-features requests have a body worth splitting; the request is
+    /// complete when `Some` comes back.
+    fn assemble_multipart(
+        &mut self,
+        xid: u32,
+        req: ofp::MultipartRequest,
+    ) -> Result<Option<ofp::MultipartRequestBody>, OfpError> {
+        use ofp::MultipartRequestBody as Q;
+        let more = req.flags & ofp::OFPMPF_REQ_MORE != 0;
+        let pending = self.pending_table_features.take();
+        match (req.body, pending) {
+            (Q::TableFeatures(part), pending) => {
+                let mut tables = match pending {
+                    Some((pending_xid, tables)) if pending_xid == xid => tables,
+                    Some(_) => return Err(OfpError::BadRequest(BadRequestCode::BadMultipart)),
+                    None => Vec::new(),
+                };
+                tables.extend(part);
+                if tables.len() > MAX_BUFFERED_TABLE_FEATURES {
+                    return Err(OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow));
+                }
+                if more {
+                    self.pending_table_features = Some((xid, tables));
+                    return Ok(None);
+                }
+                Ok(Some(Q::TableFeatures(tables)))
+            }
+            (_, Some(_)) => Err(OfpError::BadRequest(BadRequestCode::BadMultipart)),
+            (_, None) if more => Err(OfpError::BadRequest(BadRequestCode::BadMultipart)),
+            (body, None) => Ok(Some(body)),
+        }
     }
 }
 

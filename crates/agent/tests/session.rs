@@ -165,3 +165,38 @@ fn async_config_filters_events_per_role() {
     let out = s.on_message(&mut st, &header(4, 3), Message::GetAsyncRequest, &[], 0);
     assert!(matches!(&out.replies[0].1, Message::GetAsyncReply(c) if *c == config));
 }
+
+#[test]
+fn multipart_requests_in_parts_are_joined() {
+    let mut st = state();
+    let mut s = negotiated(&mut st, 1);
+    let part = |flags, tables: Vec<ofp::TableFeatures>| {
+        Message::MultipartRequest(ofp::MultipartRequest {
+            flags,
+            body: ofp::MultipartRequestBody::TableFeatures(tables),
+        })
+    };
+    let table = ofp::TableFeatures::default();
+    let out = s.on_message(&mut st, &header(4, 7), part(ofp::OFPMPF_REQ_MORE, vec![table.clone()]), &[], 0);
+    assert!(out.replies.is_empty(), "no reply before the last part");
+    let out = s.on_message(&mut st, &header(4, 7), part(0, vec![table]), &[], 0);
+    assert_eq!(
+        error_of(&out.replies[0].1),
+        OfpError::TableFeaturesFailed(ofp::TableFeaturesFailedCode::Eperm),
+        "the joined request sets table features, which Hairpin refuses"
+    );
+    let desc_with_more = Message::MultipartRequest(ofp::MultipartRequest {
+        flags: ofp::OFPMPF_REQ_MORE,
+        body: ofp::MultipartRequestBody::Desc,
+    });
+    let out = s.on_message(&mut st, &header(4, 8), desc_with_more, &[], 0);
+    assert_eq!(
+        error_of(&out.replies[0].1),
+        OfpError::BadRequest(BadRequestCode::BadMultipart)
+    );
+    let out = s.on_message(&mut st, &header(4, 9), part(0, Vec::new()), &[], 0);
+    assert!(matches!(
+        &out.replies[0].1,
+        Message::MultipartReply(r) if matches!(&r.body, ofp::MultipartReplyBody::TableFeatures(t) if t.len() == 4)
+    ));
+}
