@@ -143,24 +143,29 @@ impl Agent {
         let config = &self.shared.config;
         let mut delay = config.backoff_min;
         loop {
-            let attempt = match &target {
+            let connected = match &target {
                 ControllerTarget::Tcp(addr) => match TcpStream::connect(addr).await {
                     Ok(stream) => {
                         let _ = stream.set_nodelay(true);
-                        Ok(self.serve(stream, true).await)
+                        self.serve(stream, true).await;
+                        true
                     }
-                    Err(e) => Err(e),
+                    Err(_) => false,
                 },
                 ControllerTarget::Unix(path) => match UnixStream::connect(path).await {
-                    Ok(stream) => Ok(self.serve(stream, true).await),
-                    Err(e) => Err(e),
+                    Ok(stream) => {
+                        self.serve(stream, true).await;
+                        true
+                    }
+                    Err(_) => false,
                 },
             };
-            match attempt {
-                // A connection that came up and later dropped starts the backoff afresh.
-                Ok(()) => delay = config.backoff_min,
-                Err(_) => delay = (delay * 2).min(config.backoff_max),
-            }
+            // A connection that came up and later dropped starts the backoff afresh.
+            delay = if connected {
+                config.backoff_min
+            } else {
+                (delay * 2).min(config.backoff_max)
+            };
             tokio::time::sleep(delay).await;
         }
     }

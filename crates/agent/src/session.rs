@@ -11,9 +11,6 @@ use switch_core::Switch;
 
 use crate::roles::{default_async_config, mask_index, ConnId, Roles};
 
-/// Bytes of an offending request echoed back in an OFPT_ERROR (spec: at least 64).
-const ERROR_DATA_LEN: usize = 64;
-
 /// An asynchronous message for every connection whose role and async config want it.
 #[derive(Clone, Debug)]
 pub enum Event {
@@ -61,17 +58,8 @@ impl Outcome {
     }
 
     fn error(xid: u32, error: OfpError, request: &[u8]) -> Self {
-        Self::reply(xid, error_message(error, request))
+        Self::reply(xid, Message::Error(ErrorMsg::for_request(error, request)))
     }
-}
-
-/// An OFPT_ERROR carrying the start of the offending request.
-pub fn error_message(error: OfpError, request: &[u8]) -> Message {
-    let keep = request.len().min(ERROR_DATA_LEN);
-    Message::Error(ErrorMsg {
-        error,
-        data: request.get(..keep).unwrap_or_default().to_vec(),
-    })
 }
 
 /// The switch state a session acts on, behind the agent's one lock.

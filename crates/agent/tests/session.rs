@@ -157,8 +157,10 @@ fn async_config_filters_events_per_role() {
     });
     assert!(s.wants(ControllerRole::Equal, &removed));
     assert!(!s.wants(ControllerRole::Slave, &removed), "slaves get no flow-removed by default");
-    let mut config = ofp::AsyncConfig::default();
-    config.flow_removed_mask = [0, 1 << ofp::OFPRR_DELETE];
+    let config = ofp::AsyncConfig {
+        flow_removed_mask: [0, 1 << ofp::OFPRR_DELETE],
+        ..Default::default()
+    };
     s.on_message(&mut st, &header(4, 2), Message::SetAsync(config), &[], 0);
     assert!(!s.wants(ControllerRole::Equal, &removed));
     assert!(s.wants(ControllerRole::Slave, &removed));
