@@ -129,6 +129,9 @@ impl Agent {
                 if path.exists() {
                     std::fs::remove_file(&path)?;
                 }
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
                 let listener = UnixListener::bind(&path)?;
                 loop {
                     let (stream, _) = listener.accept().await?;

@@ -5,11 +5,14 @@
 //!
 //! `cargo bench -p dataplane --bench table2`; `HAIRPIN_BENCH_QUICK=1` for a short run,
 //! `HAIRPIN_BENCH_JSON=path` to also write the results as JSON, `HAIRPIN_BENCH_BATCH=n` to
-//! change the batch size (default 32), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell.
+//! change the batch size (default 32), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell,
+//! `HAIRPIN_BENCH_PUBLISH_MS` for the barrier interval of the flow-mod run (default 10).
 
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
 use dataplane::counters::{FlowCounters, GroupCounters};
-use dataplane::datapath::{self, Bucket, DatapathConfig, DatapathWriter, FlowId, Group, GroupType, Op, PortInfo};
+use dataplane::datapath::{
+    self, Bucket, DatapathConfig, DatapathWriter, FlowId, Group, GroupType, Op, PortInfo,
+};
 use dataplane::ir::{port, Action, Instruction, GROUP_ANY};
 use dataplane::key::{Field, FieldValue, Match};
 use std::collections::HashSet;
@@ -40,7 +43,15 @@ impl Rng {
 }
 
 /// A 64-byte Ethernet/IPv4/UDP or TCP frame.
-fn frame(dst_mac: [u8; 6], src_mac: [u8; 6], src: u32, dst: u32, proto: u8, sport: u16, dport: u16) -> Vec<u8> {
+fn frame(
+    dst_mac: [u8; 6],
+    src_mac: [u8; 6],
+    src: u32,
+    dst: u32,
+    proto: u8,
+    sport: u16,
+    dport: u16,
+) -> Vec<u8> {
     let mut p = vec![0u8; 64];
     p[0..6].copy_from_slice(&dst_mac);
     p[6..12].copy_from_slice(&src_mac);
@@ -69,6 +80,9 @@ fn mac(tag: u8, i: u32) -> [u8; 6] {
     [0x02, tag, b[0], b[1], b[2], b[3]]
 }
 
+/// Builds a pipeline for a number of flows.
+type Builder = fn(usize, &mut Rng) -> Pipeline;
+
 struct Pipeline {
     ops: Vec<Op>,
     trace: Vec<(u32, Vec<u8>)>,
@@ -77,11 +91,21 @@ struct Pipeline {
 }
 
 fn insert(table: u8, id: u64, priority: u16, match_: Match, ins: Vec<Instruction>) -> Op {
-    Op::InsertFlow { table, id: FlowId(id), priority, match_, instructions: ins.into(), counters: FlowCounters::new() }
+    Op::InsertFlow {
+        table,
+        id: FlowId(id),
+        priority,
+        match_,
+        instructions: ins.into(),
+        counters: FlowCounters::new(),
+    }
 }
 
 fn out(port: u32) -> Action {
-    Action::Output { port, max_len: 0xffff }
+    Action::Output {
+        port,
+        max_len: 0xffff,
+    }
 }
 
 fn fields(f: &[(Field, u128)]) -> Match {
@@ -94,14 +118,24 @@ fn fields(f: &[(Field, u128)]) -> Match {
 
 fn with_prefix(mut m: Match, field: Field, addr: u32, len: u8) -> Match {
     let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
-    m.set(field, FieldValue::from(addr & mask), Some(FieldValue::from(mask)));
+    m.set(
+        field,
+        FieldValue::from(addr & mask),
+        Some(FieldValue::from(mask)),
+    );
     m
 }
 
 /// Catch-all to the external port (seed 000: "default catch-all rules forward
 /// unmatched/dropped packets to the external port").
 fn catch_all(table: u8, id: u64) -> Op {
-    insert(table, id, 0, Match::any(), vec![Instruction::ApplyActions(vec![out(EXTERNAL)])])
+    insert(
+        table,
+        id,
+        0,
+        Match::any(),
+        vec![Instruction::ApplyActions(vec![out(EXTERNAL)])],
+    )
 }
 
 /// L2: one static MAC table with `n` entries; `n` destination MACs in the trace.
@@ -110,15 +144,38 @@ fn l2(n: usize, rng: &mut Rng) -> Pipeline {
     let mut trace = Vec::new();
     for i in 0..n as u32 {
         let port_no = 1 + i % ACCESS_PORTS;
-        ops.push(insert(0, u64::from(i), 100, fields(&[(Field::EthDst, FieldValue::mac(mac(1, i)).0)]), vec![Instruction::ApplyActions(vec![out(port_no)])]));
+        ops.push(insert(
+            0,
+            u64::from(i),
+            100,
+            fields(&[(Field::EthDst, FieldValue::mac(mac(1, i)).0)]),
+            vec![Instruction::ApplyActions(vec![out(port_no)])],
+        ));
         let in_port = 1 + (port_no + rng.below(u64::from(ACCESS_PORTS) - 1) as u32) % ACCESS_PORTS;
-        trace.push((in_port, frame(mac(1, i), mac(9, rng.below(1 << 20) as u32), 0x0a00_0001, 0x0a00_0002, 17, 1, 2)));
+        trace.push((
+            in_port,
+            frame(
+                mac(1, i),
+                mac(9, rng.below(1 << 20) as u32),
+                0x0a00_0001,
+                0x0a00_0002,
+                17,
+                1,
+                2,
+            ),
+        ));
     }
     let churn = (0..20_000u32)
         .map(|i| {
             let id = 1_000_000 + u64::from(i);
             let m = fields(&[(Field::EthDst, FieldValue::mac(mac(7, i)).0)]);
-            (insert(0, id, 100, m, vec![Instruction::ApplyActions(vec![out(1)])]), Op::RemoveFlow { table: 0, id: FlowId(id) })
+            (
+                insert(0, id, 100, m, vec![Instruction::ApplyActions(vec![out(1)])]),
+                Op::RemoveFlow {
+                    table: 0,
+                    id: FlowId(id),
+                },
+            )
         })
         .collect();
     Pipeline { ops, trace, churn }
@@ -146,7 +203,11 @@ fn prefixes(n: usize, rng: &mut Rng) -> Vec<(u32, u8)> {
 
 /// An address inside a prefix.
 fn inside(rng: &mut Rng, (addr, len): (u32, u8)) -> u32 {
-    let host = if len >= 32 { 0 } else { (rng.next() as u32) & (u32::MAX >> len) };
+    let host = if len >= 32 {
+        0
+    } else {
+        (rng.next() as u32) & (u32::MAX >> len)
+    };
     addr | host
 }
 
@@ -158,8 +219,20 @@ fn next_hop_groups(ops: &mut Vec<Op>, first: u32) {
             Action::DecNwTtl,
             out(1 + g),
         ];
-        let bucket = Bucket { weight: 1, watch_port: port::ANY, watch_group: GROUP_ANY, actions };
-        ops.push(Op::SetGroup { id: first + g, group: Group { kind: GroupType::Indirect, buckets: vec![bucket], counters: GroupCounters::new(1) } });
+        let bucket = Bucket {
+            weight: 1,
+            watch_port: port::ANY,
+            watch_group: GROUP_ANY,
+            actions,
+        };
+        ops.push(Op::SetGroup {
+            id: first + g,
+            group: Group {
+                kind: GroupType::Indirect,
+                buckets: vec![bucket],
+                counters: GroupCounters::new(1),
+            },
+        });
     }
 }
 
@@ -169,29 +242,89 @@ fn l3(n: usize, rng: &mut Rng) -> Pipeline {
     let mut ops = Vec::new();
     next_hop_groups(&mut ops, 1);
     for p in 1..=ACCESS_PORTS {
-        ops.push(insert(0, u64::from(p), 10, fields(&[(Field::InPort, u128::from(p))]), vec![Instruction::GotoTable(2)]));
+        ops.push(insert(
+            0,
+            u64::from(p),
+            10,
+            fields(&[(Field::InPort, u128::from(p))]),
+            vec![Instruction::GotoTable(2)],
+        ));
     }
     ops.push(catch_all(0, 100));
-    ops.push(insert(2, 200, 10, fields(&[(Field::EthType, 0x0800)]), vec![Instruction::GotoTable(10)]));
-    ops.push(insert(2, 201, 0, Match::any(), vec![Instruction::ApplyActions(vec![Action::Output { port: port::CONTROLLER, max_len: 128 }])]));
+    ops.push(insert(
+        2,
+        200,
+        10,
+        fields(&[(Field::EthType, 0x0800)]),
+        vec![Instruction::GotoTable(10)],
+    ));
+    ops.push(insert(
+        2,
+        201,
+        0,
+        Match::any(),
+        vec![Instruction::ApplyActions(vec![Action::Output {
+            port: port::CONTROLLER,
+            max_len: 128,
+        }])],
+    ));
     ops.push(catch_all(10, 300));
     let routes = prefixes(n, rng);
     let mut trace = Vec::new();
     for (i, &(addr, len)) in routes.iter().enumerate() {
-        let m = with_prefix(fields(&[(Field::EthType, 0x0800)]), Field::Ipv4Dst, addr, len);
+        let m = with_prefix(
+            fields(&[(Field::EthType, 0x0800)]),
+            Field::Ipv4Dst,
+            addr,
+            len,
+        );
         let group = 1 + (i % 10) as u32;
-        ops.push(insert(10, 1000 + i as u64, 100 + u16::from(len), m, vec![Instruction::WriteActions(vec![Action::Group(group)])]));
+        ops.push(insert(
+            10,
+            1000 + i as u64,
+            100 + u16::from(len),
+            m,
+            vec![Instruction::WriteActions(vec![Action::Group(group)])],
+        ));
         let dst = inside(rng, (addr, len));
         let in_port = 1 + rng.below(u64::from(ACCESS_PORTS)) as u32;
-        trace.push((in_port, frame(mac(3, 0), mac(5, i as u32), 0x0b00_0000 | i as u32, dst, 17, 1000, 2000)));
+        trace.push((
+            in_port,
+            frame(
+                mac(3, 0),
+                mac(5, i as u32),
+                0x0b00_0000 | i as u32,
+                dst,
+                17,
+                1000,
+                2000,
+            ),
+        ));
     }
     let churn = prefixes(20_000, &mut Rng(99))
         .into_iter()
         .enumerate()
         .map(|(i, (addr, len))| {
             let id = 10_000_000 + i as u64;
-            let m = with_prefix(fields(&[(Field::EthType, 0x0800)]), Field::Ipv4Dst, addr | 0x0100_0000, len);
-            (insert(10, id, 100 + u16::from(len), m, vec![Instruction::WriteActions(vec![Action::Group(1)])]), Op::RemoveFlow { table: 10, id: FlowId(id) })
+            let m = with_prefix(
+                fields(&[(Field::EthType, 0x0800)]),
+                Field::Ipv4Dst,
+                addr | 0x0100_0000,
+                len,
+            );
+            (
+                insert(
+                    10,
+                    id,
+                    100 + u16::from(len),
+                    m,
+                    vec![Instruction::WriteActions(vec![Action::Group(1)])],
+                ),
+                Op::RemoveFlow {
+                    table: 10,
+                    id: FlowId(id),
+                },
+            )
         })
         .collect();
     Pipeline { ops, trace, churn }
@@ -203,19 +336,59 @@ fn lb(n: usize, rng: &mut Rng) -> Pipeline {
     let service = |s: u32| 0xc0a8_0000 | s;
     let mut ops = Vec::new();
     for p in 1..=ACCESS_PORTS {
-        ops.push(insert(0, u64::from(p), 10, fields(&[(Field::InPort, u128::from(p))]), vec![Instruction::ApplyActions(vec![out(EXTERNAL)])]));
+        ops.push(insert(
+            0,
+            u64::from(p),
+            10,
+            fields(&[(Field::InPort, u128::from(p))]),
+            vec![Instruction::ApplyActions(vec![out(EXTERNAL)])],
+        ));
     }
-    ops.push(insert(0, 100, 10, fields(&[(Field::InPort, u128::from(EXTERNAL))]), vec![Instruction::GotoTable(1)]));
+    ops.push(insert(
+        0,
+        100,
+        10,
+        fields(&[(Field::InPort, u128::from(EXTERNAL))]),
+        vec![Instruction::GotoTable(1)],
+    ));
     ops.push(catch_all(1, 101));
     ops.push(catch_all(2, 102));
     for s in 0..SERVICES {
-        let web = fields(&[(Field::EthType, 0x0800), (Field::IpProto, 6), (Field::Ipv4Dst, u128::from(service(s))), (Field::TcpDst, 80)]);
-        ops.push(insert(1, 1000 + u64::from(s), 10, web, vec![Instruction::GotoTable(2)]));
+        let web = fields(&[
+            (Field::EthType, 0x0800),
+            (Field::IpProto, 6),
+            (Field::Ipv4Dst, u128::from(service(s))),
+            (Field::TcpDst, 80),
+        ]);
+        ops.push(insert(
+            1,
+            1000 + u64::from(s),
+            10,
+            web,
+            vec![Instruction::GotoTable(2)],
+        ));
         for half in 0..2u32 {
-            let m = with_prefix(fields(&[(Field::EthType, 0x0800), (Field::Ipv4Dst, u128::from(service(s)))]), Field::Ipv4Src, half << 31, 1);
+            let m = with_prefix(
+                fields(&[
+                    (Field::EthType, 0x0800),
+                    (Field::Ipv4Dst, u128::from(service(s))),
+                ]),
+                Field::Ipv4Src,
+                half << 31,
+                1,
+            );
             let backend = 1 + (s * 2 + half) % ACCESS_PORTS;
-            let actions = vec![Action::SetField(Field::EthDst, FieldValue::mac(mac(6, s * 2 + half))), out(backend)];
-            ops.push(insert(2, 2000 + u64::from(s * 2 + half), 10, m, vec![Instruction::ApplyActions(actions)]));
+            let actions = vec![
+                Action::SetField(Field::EthDst, FieldValue::mac(mac(6, s * 2 + half))),
+                out(backend),
+            ];
+            ops.push(insert(
+                2,
+                2000 + u64::from(s * 2 + half),
+                10,
+                m,
+                vec![Instruction::ApplyActions(actions)],
+            ));
         }
     }
     let mut trace = Vec::new();
@@ -223,7 +396,15 @@ fn lb(n: usize, rng: &mut Rng) -> Pipeline {
         let src = rng.next() as u32;
         let sport = 1024 + rng.below(60_000) as u16;
         let f = if rng.below(100) < 70 {
-            frame(mac(3, 0), mac(8, i), src, service(rng.below(u64::from(SERVICES)) as u32), 6, sport, 80)
+            frame(
+                mac(3, 0),
+                mac(8, i),
+                src,
+                service(rng.below(u64::from(SERVICES)) as u32),
+                6,
+                sport,
+                80,
+            )
         } else {
             frame(mac(3, 0), mac(8, i), src, rng.next() as u32, 17, sport, 53)
         };
@@ -232,8 +413,19 @@ fn lb(n: usize, rng: &mut Rng) -> Pipeline {
     let churn = (0..20_000u32)
         .map(|i| {
             let id = 10_000_000 + u64::from(i);
-            let m = fields(&[(Field::EthType, 0x0800), (Field::IpProto, 6), (Field::Ipv4Dst, u128::from(0xac10_0000 | i)), (Field::TcpDst, 80)]);
-            (insert(1, id, 10, m, vec![Instruction::GotoTable(2)]), Op::RemoveFlow { table: 1, id: FlowId(id) })
+            let m = fields(&[
+                (Field::EthType, 0x0800),
+                (Field::IpProto, 6),
+                (Field::Ipv4Dst, u128::from(0xac10_0000 | i)),
+                (Field::TcpDst, 80),
+            ]);
+            (
+                insert(1, id, 10, m, vec![Instruction::GotoTable(2)]),
+                Op::RemoveFlow {
+                    table: 1,
+                    id: FlowId(id),
+                },
+            )
         })
         .collect();
     Pipeline { ops, trace, churn }
@@ -251,30 +443,87 @@ fn gw(n: usize, rng: &mut Rng) -> Pipeline {
     let mut ops = Vec::new();
     for ce in 0..CES {
         let table = 11 + ce as u8;
-        ops.push(insert(0, u64::from(ce), 10, fields(&[(Field::InPort, u128::from(ACCESS)), (Field::EthSrc, FieldValue::mac(mac(10, ce)).0)]), vec![Instruction::GotoTable(table)]));
-        ops.push(insert(table, 100 + u64::from(ce), 0, Match::any(), vec![Instruction::ApplyActions(vec![Action::Output { port: port::CONTROLLER, max_len: 128 }])]));
+        ops.push(insert(
+            0,
+            u64::from(ce),
+            10,
+            fields(&[
+                (Field::InPort, u128::from(ACCESS)),
+                (Field::EthSrc, FieldValue::mac(mac(10, ce)).0),
+            ]),
+            vec![Instruction::GotoTable(table)],
+        ));
+        ops.push(insert(
+            table,
+            100 + u64::from(ce),
+            0,
+            Match::any(),
+            vec![Instruction::ApplyActions(vec![Action::Output {
+                port: port::CONTROLLER,
+                max_len: 128,
+            }])],
+        ));
         for u in 0..USERS {
-            let m = fields(&[(Field::EthType, 0x0800), (Field::Ipv4Src, u128::from(private(u)))]);
-            let nat = vec![Instruction::ApplyActions(vec![Action::SetField(Field::Ipv4Src, FieldValue::from(public(ce, u)))]), Instruction::GotoTable(200)];
+            let m = fields(&[
+                (Field::EthType, 0x0800),
+                (Field::Ipv4Src, u128::from(private(u))),
+            ]);
+            let nat = vec![
+                Instruction::ApplyActions(vec![Action::SetField(
+                    Field::Ipv4Src,
+                    FieldValue::from(public(ce, u)),
+                )]),
+                Instruction::GotoTable(200),
+            ];
             ops.push(insert(table, 1000 + u64::from(ce * USERS + u), 10, m, nat));
-            let down = fields(&[(Field::EthType, 0x0800), (Field::Ipv4Dst, u128::from(public(ce, u)))]);
+            let down = fields(&[
+                (Field::EthType, 0x0800),
+                (Field::Ipv4Dst, u128::from(public(ce, u))),
+            ]);
             let actions = vec![
                 Action::SetField(Field::Ipv4Dst, FieldValue::from(private(u))),
                 Action::SetField(Field::EthDst, FieldValue::mac(mac(10, ce))),
                 out(ACCESS),
             ];
-            ops.push(insert(110, 5000 + u64::from(ce * USERS + u), 10, down, vec![Instruction::ApplyActions(actions)]));
+            ops.push(insert(
+                110,
+                5000 + u64::from(ce * USERS + u),
+                10,
+                down,
+                vec![Instruction::ApplyActions(actions)],
+            ));
         }
     }
-    ops.push(insert(0, 50, 10, fields(&[(Field::InPort, u128::from(NETWORK))]), vec![Instruction::GotoTable(110)]));
+    ops.push(insert(
+        0,
+        50,
+        10,
+        fields(&[(Field::InPort, u128::from(NETWORK))]),
+        vec![Instruction::GotoTable(110)],
+    ));
     ops.push(catch_all(0, 51));
     ops.push(catch_all(110, 52));
     ops.push(catch_all(200, 53));
     let routes = prefixes(10_000, rng);
     for (i, &(addr, len)) in routes.iter().enumerate() {
-        let m = with_prefix(fields(&[(Field::EthType, 0x0800)]), Field::Ipv4Dst, addr, len);
-        let actions = vec![Action::DecNwTtl, Action::SetField(Field::EthDst, FieldValue::mac(mac(11, i as u32 % 16))), out(NETWORK)];
-        ops.push(insert(200, 100_000 + i as u64, 100 + u16::from(len), m, vec![Instruction::WriteActions(actions)]));
+        let m = with_prefix(
+            fields(&[(Field::EthType, 0x0800)]),
+            Field::Ipv4Dst,
+            addr,
+            len,
+        );
+        let actions = vec![
+            Action::DecNwTtl,
+            Action::SetField(Field::EthDst, FieldValue::mac(mac(11, i as u32 % 16))),
+            out(NETWORK),
+        ];
+        ops.push(insert(
+            200,
+            100_000 + i as u64,
+            100 + u16::from(len),
+            m,
+            vec![Instruction::WriteActions(actions)],
+        ));
     }
     let mut trace = Vec::new();
     for i in 0..n as u32 {
@@ -284,9 +533,23 @@ fn gw(n: usize, rng: &mut Rng) -> Pipeline {
         let remote = inside(rng, route);
         let port_no = 1024 + (i % 60_000) as u16;
         let f = if i % 2 == 0 {
-            (ACCESS, frame(mac(3, 0), mac(10, ce), private(u), remote, 17, port_no, 443))
+            (
+                ACCESS,
+                frame(mac(3, 0), mac(10, ce), private(u), remote, 17, port_no, 443),
+            )
         } else {
-            (NETWORK, frame(mac(3, 0), mac(12, 0), remote, public(ce, u), 17, 443, port_no))
+            (
+                NETWORK,
+                frame(
+                    mac(3, 0),
+                    mac(12, 0),
+                    remote,
+                    public(ce, u),
+                    17,
+                    443,
+                    port_no,
+                ),
+            )
         };
         trace.push(f);
     }
@@ -295,8 +558,25 @@ fn gw(n: usize, rng: &mut Rng) -> Pipeline {
         .enumerate()
         .map(|(i, (addr, len))| {
             let id = 10_000_000 + i as u64;
-            let m = with_prefix(fields(&[(Field::EthType, 0x0800)]), Field::Ipv4Dst, addr | 0x0100_0000, len);
-            (insert(200, id, 100 + u16::from(len), m, vec![Instruction::WriteActions(vec![out(NETWORK)])]), Op::RemoveFlow { table: 200, id: FlowId(id) })
+            let m = with_prefix(
+                fields(&[(Field::EthType, 0x0800)]),
+                Field::Ipv4Dst,
+                addr | 0x0100_0000,
+                len,
+            );
+            (
+                insert(
+                    200,
+                    id,
+                    100 + u16::from(len),
+                    m,
+                    vec![Instruction::WriteActions(vec![out(NETWORK)])],
+                ),
+                Op::RemoveFlow {
+                    table: 200,
+                    id: FlowId(id),
+                },
+            )
         })
         .collect();
     Pipeline { ops, trace, churn }
@@ -313,7 +593,9 @@ struct CountingSink {
 impl PacketSink for CountingSink {
     fn output(&mut self, port: u32, frame: &[u8]) {
         self.outputs += 1;
-        self.checksum = self.checksum.wrapping_add(u64::from(port) ^ u64::from(frame.first().copied().unwrap_or(0)));
+        self.checksum = self
+            .checksum
+            .wrapping_add(u64::from(port) ^ u64::from(frame.first().copied().unwrap_or(0)));
     }
 
     fn packet_in(&mut self, ev: &PacketInEvent<'_>) {
@@ -334,7 +616,13 @@ struct Cell {
 fn build(p: &Pipeline) -> (DatapathWriter, datapath::DatapathReaderFactory) {
     let (mut w, f) = datapath::new(DatapathConfig::default());
     for port_no in 1..=EXTERNAL {
-        w.apply(Op::SetPort { port_no, info: PortInfo { live: true, ..PortInfo::default() } });
+        w.apply(Op::SetPort {
+            port_no,
+            info: PortInfo {
+                live: true,
+                ..PortInfo::default()
+            },
+        });
     }
     for op in &p.ops {
         w.apply(op.clone());
@@ -352,7 +640,12 @@ fn thread_cpu_ns() -> Option<u64> {
 }
 
 /// Runs the trace through a reader for `dur`, refilling batches from the pristine trace.
-fn measure(reader: &mut datapath::DatapathReader, trace: &[(u32, Vec<u8>)], batch_size: usize, dur: Duration) -> Cell {
+fn measure(
+    reader: &mut datapath::DatapathReader,
+    trace: &[(u32, Vec<u8>)],
+    batch_size: usize,
+    dur: Duration,
+) -> Cell {
     let mut batch = PacketBatch::new(batch_size, 2048);
     let mut sink = CountingSink::default();
     let mut next = 0usize;
@@ -402,8 +695,8 @@ fn measure(reader: &mut datapath::DatapathReader, trace: &[(u32, Vec<u8>)], batc
 }
 
 /// The same measurement while another thread inserts and removes flows at `rate` per second,
-/// publishing every millisecond (10 flow-mods per barrier).
-fn measure_under_churn(p: Pipeline, batch_size: usize, dur: Duration, rate: u64) -> (Cell, u64) {
+/// publishing (the barrier) every `publish` interval.
+fn measure_under_churn(p: Pipeline, batch_size: usize, dur: Duration, rate: u64, publish: Duration) -> (Cell, u64) {
     let (mut w, f) = build(&p);
     let mut reader = f.reader();
     let stop = Arc::new(AtomicBool::new(false));
@@ -430,7 +723,7 @@ fn measure_under_churn(p: Pipeline, batch_size: usize, dur: Duration, rate: u64)
                 done += 1;
             }
             w.publish();
-            std::thread::sleep(Duration::from_millis(1));
+            std::thread::sleep(publish);
         }
         done
     });
@@ -442,14 +735,31 @@ fn measure_under_churn(p: Pipeline, batch_size: usize, dur: Duration, rate: u64)
 
 fn main() {
     let quick = std::env::var("HAIRPIN_BENCH_QUICK").is_ok_and(|v| v != "0" && !v.is_empty());
-    let batch_size = std::env::var("HAIRPIN_BENCH_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(32usize).clamp(1, 256);
-    let dur = if quick { Duration::from_millis(150) } else { Duration::from_secs(2) };
-    let builders: [(&str, fn(usize, &mut Rng) -> Pipeline, f64); 4] = [("L2", l2, 22.0), ("L3", l3, 13.0), ("LB", lb, 22.0), ("GW", gw, 13.0)];
+    let batch_size = std::env::var("HAIRPIN_BENCH_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(32usize)
+        .clamp(1, 256);
+    let dur = if quick {
+        Duration::from_millis(150)
+    } else {
+        Duration::from_secs(2)
+    };
+    let builders: [(&str, Builder, f64); 4] = [
+        ("L2", l2, 22.0),
+        ("L3", l3, 13.0),
+        ("LB", lb, 22.0),
+        ("GW", gw, 13.0),
+    ];
     println!("Table II (seed 000) for the Hairpin dataplane: one core, 64-byte packets, batch {batch_size}");
-    println!("{:<4} {:>7} {:>9} {:>9} {:>9} {:>8} {:>7}", "case", "flows", "Mpps", "ns/pkt", "wall-Mpps", "target", "out/pkt");
+    println!(
+        "{:<4} {:>7} {:>9} {:>9} {:>9} {:>8} {:>7}",
+        "case", "flows", "Mpps", "ns/pkt", "wall-Mpps", "target", "out/pkt"
+    );
     // HAIRPIN_BENCH_ONLY=L2:100 restricts the run to one cell (for profiling).
     let only = std::env::var("HAIRPIN_BENCH_ONLY").ok();
-    let selected = |name: &str, n: usize| only.as_deref().is_none_or(|o| o == format!("{name}:{n}"));
+    let selected =
+        |name: &str, n: usize| only.as_deref().is_none_or(|o| o == format!("{name}:{n}"));
     let mut json = Vec::new();
     for (name, build_pipeline, target) in builders {
         for n in SIZES {
@@ -460,8 +770,15 @@ fn main() {
             let (_w, f) = build(&p);
             let mut reader = f.reader();
             let c = measure(&mut reader, &p.trace, batch_size, dur);
-            let mark = if c.mpps >= target { "" } else { " (below target)" };
-            println!("{name:<4} {n:>7} {:>9.2} {:>9.1} {:>9.2} {target:>8.0} {:>7.2}{mark}", c.mpps, c.ns_per_packet, c.wall_mpps, c.outputs_per_packet);
+            let mark = if c.mpps >= target {
+                ""
+            } else {
+                " (below target)"
+            };
+            println!(
+                "{name:<4} {n:>7} {:>9.2} {:>9.1} {:>9.2} {target:>8.0} {:>7.2}{mark}",
+                c.mpps, c.ns_per_packet, c.wall_mpps, c.outputs_per_packet
+            );
             json.push(format!(
                 "{{\"case\":\"{name}\",\"flows\":{n},\"mpps\":{:.3},\"ns_per_packet\":{:.2},\"wall_mpps\":{:.3},\"target_mpps\":{target}}}",
                 c.mpps, c.ns_per_packet, c.wall_mpps
@@ -472,22 +789,33 @@ fn main() {
         return;
     }
     println!();
-    println!("Under 10K flow-mods/s (10K flows, publish every 1 ms):");
-    println!("{:<4} {:>9} {:>9} {:>10} {:>7}", "case", "base", "churn", "flow-mods", "loss%");
+    let publish_ms = std::env::var("HAIRPIN_BENCH_PUBLISH_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(10u64).max(1);
+    println!("Under 10K flow-mods/s (10K flows, publish every {publish_ms} ms):");
+    println!(
+        "{:<4} {:>9} {:>9} {:>10} {:>7}",
+        "case", "base", "churn", "flow-mods", "loss%"
+    );
     let mut churn_json = Vec::new();
     for (name, build_pipeline, _) in builders {
         let p = build_pipeline(10_000, &mut Rng(10_000));
         let (_w, f) = build(&p);
         let base = measure(&mut f.reader(), &p.trace, batch_size, dur);
-        let (under, mods) = measure_under_churn(p, batch_size, dur, 10_000);
+        let (under, mods) = measure_under_churn(p, batch_size, dur, 10_000, Duration::from_millis(publish_ms));
         let loss = ((base.mpps - under.mpps) / base.mpps * 100.0).max(0.0);
-        println!("{name:<4} {:>9.2} {:>9.2} {mods:>10} {loss:>7.1}", base.mpps, under.mpps);
+        println!(
+            "{name:<4} {:>9.2} {:>9.2} {mods:>10} {loss:>7.1}",
+            base.mpps, under.mpps
+        );
         churn_json.push(format!(
             "{{\"case\":\"{name}\",\"flows\":10000,\"base_mpps\":{:.3},\"churn_mpps\":{:.3},\"flow_mods\":{mods},\"loss_percent\":{loss:.2}}}",
             base.mpps, under.mpps
         ));
     }
-    let doc = format!("{{\"batch\":{batch_size},\"quick\":{quick},\"cells\":[{}],\"churn\":[{}]}}\n", json.join(","), churn_json.join(","));
+    let doc = format!(
+        "{{\"batch\":{batch_size},\"quick\":{quick},\"publish_ms\":{publish_ms},\"cells\":[{}],\"churn\":[{}]}}\n",
+        json.join(","),
+        churn_json.join(",")
+    );
     if let Ok(path) = std::env::var("HAIRPIN_BENCH_JSON") {
         if let Err(e) = std::fs::write(&path, &doc) {
             eprintln!("cannot write {path}: {e}");

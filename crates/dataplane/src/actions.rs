@@ -4,7 +4,7 @@
 //! Every function takes the frame and the key whose `layout` describes it, checks every offset
 //! against the frame, and leaves the packet untouched when the header it needs is absent.
 
-use crate::checksum::{update16, update32, update_bytes, udp_fixup};
+use crate::checksum::{udp_fixup, update16, update32, update_bytes};
 use crate::ir::Action;
 use crate::key::{frag, Field, FieldValue, FlowKey, NO_OFFSET};
 
@@ -19,12 +19,16 @@ pub(crate) struct Frame<'b> {
 impl Frame<'_> {
     #[inline(always)]
     pub fn bytes(&self) -> &[u8] {
-        self.buf.get(self.start..self.start + self.len).unwrap_or(&[])
+        self.buf
+            .get(self.start..self.start + self.len)
+            .unwrap_or(&[])
     }
 
     #[inline(always)]
     fn bytes_mut(&mut self) -> &mut [u8] {
-        self.buf.get_mut(self.start..self.start + self.len).unwrap_or(&mut [])
+        self.buf
+            .get_mut(self.start..self.start + self.len)
+            .unwrap_or(&mut [])
     }
 
     fn get<const N: usize>(&self, at: u16) -> Option<[u8; N]> {
@@ -46,7 +50,9 @@ impl Frame<'_> {
     }
 
     fn get16(&self, at: usize) -> Option<u16> {
-        self.bytes().get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]))
+        self.bytes()
+            .get(at..at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
     }
 
     /// Opens `n` bytes at offset `at` by moving the first `at` bytes into the headroom.
@@ -54,7 +60,8 @@ impl Frame<'_> {
         if self.start < n || at > self.len {
             return false;
         }
-        self.buf.copy_within(self.start..self.start + at, self.start - n);
+        self.buf
+            .copy_within(self.start..self.start + at, self.start - n);
         self.start -= n;
         self.len += n;
         true
@@ -65,7 +72,8 @@ impl Frame<'_> {
         if at + n > self.len {
             return false;
         }
-        self.buf.copy_within(self.start..self.start + at, self.start + n);
+        self.buf
+            .copy_within(self.start..self.start + at, self.start + n);
         self.start += n;
         self.len -= n;
         true
@@ -119,21 +127,29 @@ fn fix_l4_pseudo(frame: &mut Frame<'_>, key: &FlowKey, old: &[u8], new: &[u8]) {
 fn set_ipv4_word(frame: &mut Frame<'_>, l3: usize, at: usize, new: [u8; 2]) {
     if let Some(old) = frame.get16(l3 + at) {
         frame.put(l3 + at, &new);
-        fix_csum(frame, l3 + 10, |c| update16(c, old, u16::from_be_bytes(new)));
+        fix_csum(frame, l3 + 10, |c| {
+            update16(c, old, u16::from_be_bytes(new))
+        });
     }
 }
 
 fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new: u32) {
-    let Some(old) = frame.get::<4>((l3 + at) as u16) else { return };
+    let Some(old) = frame.get::<4>((l3 + at) as u16) else {
+        return;
+    };
     let newb = new.to_be_bytes();
     frame.put(l3 + at, &newb);
-    fix_csum(frame, l3 + 10, |c| update32(c, u32::from_be_bytes(old), new));
+    fix_csum(frame, l3 + 10, |c| {
+        update32(c, u32::from_be_bytes(old), new)
+    });
     fix_l4_pseudo(frame, key, &old, &newb);
 }
 
 fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u16) {
     let Some(l4) = off(key.layout.l4) else { return };
-    let Some(old) = frame.get16(l4 + at) else { return };
+    let Some(old) = frame.get16(l4 + at) else {
+        return;
+    };
     frame.put(l4 + at, &new.to_be_bytes());
     match key.ip_proto {
         6 => fix_csum(frame, l4 + 16, |c| update16(c, old, new)),
@@ -145,7 +161,9 @@ fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u16) {
 
 /// SCTP uses CRC32c over the whole packet: recompute it.
 fn fix_sctp(frame: &mut Frame<'_>, l4: usize) {
-    let Some(seg) = frame.bytes().get(l4..) else { return };
+    let Some(seg) = frame.bytes().get(l4..) else {
+        return;
+    };
     if seg.len() < 12 {
         return;
     }
@@ -154,7 +172,11 @@ fn fix_sctp(frame: &mut Frame<'_>, l4: usize) {
         let b = if (8..12).contains(&i) { 0 } else { *b };
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82f6_3b78 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0x82f6_3b78
+            } else {
+                crc >> 1
+            };
         }
     }
     frame.put(l4 + 8, &(!crc).to_le_bytes());
@@ -169,15 +191,21 @@ fn set_icmp_byte(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u8) {
         *b = new;
     }
     frame.put(l4, &word);
-    fix_csum(frame, l4 + 2, |c| update16(c, old, u16::from_be_bytes(word)));
+    fix_csum(frame, l4 + 2, |c| {
+        update16(c, old, u16::from_be_bytes(word))
+    });
 }
 
 /// Rewrites bytes covered by the ICMPv6 checksum (ND target and options).
 fn set_icmp6_bytes(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: &[u8]) {
     let Some(l4) = off(key.layout.l4) else { return };
     let mut old = [0u8; 16];
-    let Some(cur) = frame.bytes().get(at..at + new.len()) else { return };
-    let Some(old) = old.get_mut(..new.len()) else { return };
+    let Some(cur) = frame.bytes().get(at..at + new.len()) else {
+        return;
+    };
+    let Some(old) = old.get_mut(..new.len()) else {
+        return;
+    };
     old.copy_from_slice(cur);
     frame.put(at, new);
     // Keep 16-bit alignment relative to the ICMPv6 header for the incremental update.
@@ -218,8 +246,12 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             frame.put(6, &value.to_mac());
         }
         Field::VlanVid | Field::VlanPcp => {
-            let Some(vlan) = off(key.layout.vlan) else { return };
-            let Some(tci) = frame.get16(vlan + 2) else { return };
+            let Some(vlan) = off(key.layout.vlan) else {
+                return;
+            };
+            let Some(tci) = frame.get16(vlan + 2) else {
+                return;
+            };
             let tci = if field == Field::VlanVid {
                 (tci & 0xf000) | (v as u16 & 0x0fff)
             } else {
@@ -233,7 +265,11 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
         Field::IpDscp | Field::IpEcn => {
             let Some(l3) = l3 else { return };
             let Some(word) = frame.get16(l3) else { return };
-            let (shift, mask) = if field == Field::IpDscp { (2, 0xfc) } else { (0, 0x03) };
+            let (shift, mask) = if field == Field::IpDscp {
+                (2, 0xfc)
+            } else {
+                (0, 0x03)
+            };
             let bits = ((v as u16) << shift) & mask;
             if ipv4 {
                 let new = (word & !mask) | bits;
@@ -268,14 +304,18 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
         Field::Ipv6Src | Field::Ipv6Dst if ipv6 => {
             let Some(l3) = l3 else { return };
             let at = l3 + if field == Field::Ipv6Src { 8 } else { 24 };
-            let Some(old) = frame.get::<16>(at as u16) else { return };
+            let Some(old) = frame.get::<16>(at as u16) else {
+                return;
+            };
             let new = value.to_ipv6();
             frame.put(at, &new);
             fix_l4_pseudo(frame, key, &old, &new);
         }
         Field::Ipv6Flabel if ipv6 => {
             let Some(l3) = l3 else { return };
-            let Some(old) = frame.get::<4>(l3 as u16) else { return };
+            let Some(old) = frame.get::<4>(l3 as u16) else {
+                return;
+            };
             let word = (u32::from_be_bytes(old) & 0xfff0_0000) | (v as u32 & 0x000f_ffff);
             frame.put(l3, &word.to_be_bytes());
         }
@@ -285,12 +325,18 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
         }
         Field::Ipv6NdSll | Field::Ipv6NdTll => {
             let kind = if field == Field::Ipv6NdSll { 1 } else { 2 };
-            let Some(at) = nd_option(frame, key, kind) else { return };
+            let Some(at) = nd_option(frame, key, kind) else {
+                return;
+            };
             set_icmp6_bytes(frame, key, at, &value.to_mac());
         }
         Field::MplsLabel | Field::MplsTc | Field::MplsBos => {
-            let Some(m) = off(key.layout.mpls) else { return };
-            let Some(lse) = frame.get::<4>(m as u16) else { return };
+            let Some(m) = off(key.layout.mpls) else {
+                return;
+            };
+            let Some(lse) = frame.get::<4>(m as u16) else {
+                return;
+            };
             let lse = u32::from_be_bytes(lse);
             let v = v as u32;
             let new = match field {
@@ -330,7 +376,9 @@ pub(crate) fn reparse(frame: &Frame<'_>, key: &mut FlowKey) {
 
 pub(crate) fn push_vlan(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
     // The new tag copies VID and PCP from an existing outer tag (OpenFlow 1.3 sec. 5.12.1).
-    let tci = off(key.layout.vlan).and_then(|v| frame.get16(v + 2)).unwrap_or(0);
+    let tci = off(key.layout.vlan)
+        .and_then(|v| frame.get16(v + 2))
+        .unwrap_or(0);
     if !frame.insert_gap(12, 4) {
         return false;
     }
@@ -351,11 +399,17 @@ pub(crate) fn pop_vlan(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
 }
 
 pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
-    let Some(et) = off(key.layout.eth_type) else { return false };
+    let Some(et) = off(key.layout.eth_type) else {
+        return false;
+    };
     let lse = match off(key.layout.mpls).and_then(|m| frame.get::<4>(m as u16)) {
         Some(top) => u32::from_be_bytes(top) & !(1 << 8),
         None => {
-            let ttl = if key.layout.ip_ttl != 0 { key.layout.ip_ttl } else { 64 };
+            let ttl = if key.layout.ip_ttl != 0 {
+                key.layout.ip_ttl
+            } else {
+                64
+            };
             (1 << 8) | u32::from(ttl)
         }
     };
@@ -369,7 +423,9 @@ pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16
 }
 
 pub(crate) fn pop_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
-    let (Some(et), Some(m)) = (off(key.layout.eth_type), off(key.layout.mpls)) else { return false };
+    let (Some(et), Some(m)) = (off(key.layout.eth_type), off(key.layout.mpls)) else {
+        return false;
+    };
     frame.put(et, &ethertype.to_be_bytes());
     if !frame.remove_gap(m, 4) {
         return false;
@@ -380,8 +436,18 @@ pub(crate) fn pop_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16)
 }
 
 pub(crate) fn push_pbb(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
-    let isid = if off(key.layout.pbb).is_some() { key.pbb_isid } else { 0 };
-    let Some(macs) = frame.bytes().get(..12).and_then(|m| <[u8; 12]>::try_from(m).ok()) else { return false };
+    let isid = if off(key.layout.pbb).is_some() {
+        key.pbb_isid
+    } else {
+        0
+    };
+    let Some(macs) = frame
+        .bytes()
+        .get(..12)
+        .and_then(|m| <[u8; 12]>::try_from(m).ok())
+    else {
+        return false;
+    };
     if !frame.insert_gap(0, 18) {
         return false;
     }
@@ -393,7 +459,9 @@ pub(crate) fn push_pbb(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16)
 }
 
 pub(crate) fn pop_pbb(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
-    let Some(p) = off(key.layout.pbb) else { return false };
+    let Some(p) = off(key.layout.pbb) else {
+        return false;
+    };
     let n = p + 4;
     if n > frame.len {
         return false;
@@ -415,11 +483,18 @@ fn ip_ttl_at(key: &FlowKey) -> Option<(usize, bool)> {
 }
 
 fn write_ip_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
-    let Some((at, v4)) = ip_ttl_at(key) else { return };
+    let Some((at, v4)) = ip_ttl_at(key) else {
+        return;
+    };
     if v4 {
         let Some(word) = frame.get16(at) else { return };
         let l3 = at - 8;
-        set_ipv4_word(frame, l3, 8, ((u16::from(ttl) << 8) | (word & 0xff)).to_be_bytes());
+        set_ipv4_word(
+            frame,
+            l3,
+            8,
+            ((u16::from(ttl) << 8) | (word & 0xff)).to_be_bytes(),
+        );
     } else {
         frame.put(at, &[ttl]);
     }
@@ -443,7 +518,9 @@ pub(crate) fn dec_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey) -> Result<(),
 }
 
 fn write_mpls_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
-    let Some(m) = off(key.layout.mpls) else { return };
+    let Some(m) = off(key.layout.mpls) else {
+        return;
+    };
     frame.put(m + 3, &[ttl]);
     key.layout.mpls_ttl = ttl;
 }
@@ -481,18 +558,29 @@ fn inner_ttl_at(frame: &Frame<'_>, key: &FlowKey) -> Option<(usize, bool)> {
 }
 
 pub(crate) fn copy_ttl_out(frame: &mut Frame<'_>, key: &mut FlowKey) {
-    let Some((at, _)) = inner_ttl_at(frame, key) else { return };
-    let Some(&ttl) = frame.bytes().get(at) else { return };
+    let Some((at, _)) = inner_ttl_at(frame, key) else {
+        return;
+    };
+    let Some(&ttl) = frame.bytes().get(at) else {
+        return;
+    };
     write_mpls_ttl(frame, key, ttl);
 }
 
 pub(crate) fn copy_ttl_in(frame: &mut Frame<'_>, key: &mut FlowKey) {
-    let Some((at, v4)) = inner_ttl_at(frame, key) else { return };
+    let Some((at, v4)) = inner_ttl_at(frame, key) else {
+        return;
+    };
     let ttl = key.layout.mpls_ttl;
     if v4 {
         let Some(word) = frame.get16(at) else { return };
         let l3 = at - 8;
-        set_ipv4_word(frame, l3, 8, ((u16::from(ttl) << 8) | (word & 0xff)).to_be_bytes());
+        set_ipv4_word(
+            frame,
+            l3,
+            8,
+            ((u16::from(ttl) << 8) | (word & 0xff)).to_be_bytes(),
+        );
     } else {
         frame.put(at, &[ttl]);
     }
@@ -558,7 +646,12 @@ fn slot_of(a: &Action) -> Option<Slot> {
 
 impl Default for ActionSet {
     fn default() -> Self {
-        ActionSet { present: 0, slots: [None; SLOT_COUNT], fields: 0, values: [FieldValue::default(); 40] }
+        ActionSet {
+            present: 0,
+            slots: [None; SLOT_COUNT],
+            fields: 0,
+            values: [FieldValue::default(); 40],
+        }
     }
 }
 
@@ -615,7 +708,11 @@ impl ActionSet {
                 while fields != 0 {
                     let bit = fields.trailing_zeros();
                     fields &= fields - 1;
-                    let (Some(field), Some(v)) = (Field::from_oxm(bit as u8), self.values.get(bit as usize)) else { continue };
+                    let (Some(field), Some(v)) =
+                        (Field::from_oxm(bit as u8), self.values.get(bit as usize))
+                    else {
+                        continue;
+                    };
                     if !f(Action::SetField(field, *v)) {
                         return;
                     }

@@ -136,14 +136,23 @@ impl PacketBatch {
         if self.is_full() {
             return false;
         }
-        let (start, max) = (self.count * self.slot_size + self.headroom, self.max_frame());
-        let Some(buf) = self.data.get_mut(start..start + max) else { return false };
+        let (start, max) = (
+            self.count * self.slot_size + self.headroom,
+            self.max_frame(),
+        );
+        let Some(buf) = self.data.get_mut(start..start + max) else {
+            return false;
+        };
         let len = fill(buf);
         if len == 0 || len > max {
             return false;
         }
         if let Some(s) = self.slots.get_mut(self.count) {
-            *s = Slot { in_port, start: start as u32, len: len as u32 };
+            *s = Slot {
+                in_port,
+                start: start as u32,
+                len: len as u32,
+            };
             self.count += 1;
             return true;
         }
@@ -153,7 +162,9 @@ impl PacketBatch {
     /// The `i`th packet's ingress port and frame.
     pub fn packet(&self, i: usize) -> Option<(u32, &[u8])> {
         let s = self.slots.get(..self.count)?.get(i)?;
-        let frame = self.data.get(s.start as usize..(s.start + s.len) as usize)?;
+        let frame = self
+            .data
+            .get(s.start as usize..(s.start + s.len) as usize)?;
         Some((s.in_port, frame))
     }
 

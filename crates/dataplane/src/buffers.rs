@@ -62,6 +62,9 @@ struct Slot {
     generation: u16,
     /// `Some(stored_at_ns)` while the slot holds an unclaimed packet.
     stored_at: Option<u64>,
+    /// The port the packet arrived on: a flow-mod or packet-out releasing it runs it through
+    /// the tables as received there (spec 6.4).
+    in_port: u32,
     len: usize,
     data: Box<[u8]>,
 }
@@ -89,6 +92,7 @@ impl BufferPool {
             .map(|_| Slot {
                 generation: 0,
                 stored_at: None,
+                in_port: 0,
                 len: 0,
                 data: vec![0; config.max_len].into_boxed_slice(),
             })
@@ -117,7 +121,7 @@ impl BufferPool {
 
     /// Stores a copy of `pkt`; `None` when it is too long or no slot is free or aged out
     /// (the packet-in then carries the whole packet with [`NO_BUFFER`]).
-    pub fn store(&self, pkt: &[u8], now_ns: u64) -> Option<u32> {
+    pub fn store(&self, pkt: &[u8], in_port: u32, now_ns: u64) -> Option<u32> {
         let mut inner = self.lock();
         if pkt.len() > self.config.max_len {
             inner.stats.too_long += 1;
@@ -145,6 +149,7 @@ impl BufferPool {
         let slot = slots.get_mut(usize::from(slot_no))?;
         slot.generation = next_generation(slot.generation);
         slot.stored_at = Some(now_ns);
+        slot.in_port = in_port;
         slot.len = pkt.len();
         slot.data.get_mut(..pkt.len())?.copy_from_slice(pkt);
         order.push_back((slot_no, slot.generation));
@@ -152,8 +157,13 @@ impl BufferPool {
         Some(encode(slot_no, slot.generation))
     }
 
-    /// Takes the buffered packet, handing it to `f` without copying it out of the pool.
-    pub fn take_with<R>(&self, id: u32, f: impl FnOnce(&[u8]) -> R) -> Result<R, BufferError> {
+    /// Takes the buffered packet, handing its ingress port and bytes to `f` without copying
+    /// them out of the pool.
+    pub fn take_with<R>(
+        &self,
+        id: u32,
+        f: impl FnOnce(u32, &[u8]) -> R,
+    ) -> Result<R, BufferError> {
         let (slot_no, generation) = decode(id).ok_or(BufferError::Unknown)?;
         let mut inner = self.lock();
         let slot = inner
@@ -162,15 +172,15 @@ impl BufferPool {
             .filter(|s| s.generation == generation)
             .ok_or(BufferError::Unknown)?;
         slot.stored_at.take().ok_or(BufferError::Empty)?;
-        let result = f(slot.data.get(..slot.len).unwrap_or_default());
+        let result = f(slot.in_port, slot.data.get(..slot.len).unwrap_or_default());
         inner.free.push(slot_no);
         inner.stats.taken += 1;
         Ok(result)
     }
 
-    /// Takes the buffered packet as a new vector (control path).
-    pub fn take(&self, id: u32) -> Result<Vec<u8>, BufferError> {
-        self.take_with(id, <[u8]>::to_vec)
+    /// Takes the buffered packet's ingress port and a copy of its bytes (control path).
+    pub fn take(&self, id: u32) -> Result<(u32, Vec<u8>), BufferError> {
+        self.take_with(id, |in_port, data| (in_port, data.to_vec()))
     }
 
     /// Counters so far.
@@ -241,10 +251,10 @@ mod tests {
     #[test]
     fn store_then_take_returns_the_packet_once() {
         let p = pool(4, 1000);
-        let id = p.store(&[1, 2, 3], 0).unwrap_or(NO_BUFFER);
+        let id = p.store(&[1, 2, 3], 1, 0).unwrap_or(NO_BUFFER);
         assert_ne!(id, NO_BUFFER);
         assert_eq!(p.in_use(), 1);
-        assert_eq!(p.take(id), Ok(vec![1, 2, 3]));
+        assert_eq!(p.take(id), Ok((1, vec![1, 2, 3])));
         assert_eq!(p.take(id), Err(BufferError::Empty));
         assert_eq!(p.in_use(), 0);
         assert_eq!(p.take(NO_BUFFER), Err(BufferError::Unknown));
@@ -263,34 +273,34 @@ mod tests {
     #[test]
     fn ids_are_distinct_and_stale_ids_are_rejected_after_reuse() {
         let p = pool(1, 1000);
-        let a = p.store(&[1], 0).unwrap_or(NO_BUFFER);
-        assert_eq!(p.take(a), Ok(vec![1]));
-        let b = p.store(&[2], 1).unwrap_or(NO_BUFFER);
+        let a = p.store(&[1], 1, 0).unwrap_or(NO_BUFFER);
+        assert_eq!(p.take(a), Ok((1, vec![1])));
+        let b = p.store(&[2], 1, 1).unwrap_or(NO_BUFFER);
         assert_ne!(a, b, "same slot, new generation");
         assert_eq!(a & 0xffff, b & 0xffff);
         assert_eq!(p.take(a), Err(BufferError::Unknown));
-        assert_eq!(p.take(b), Ok(vec![2]));
+        assert_eq!(p.take(b), Ok((1, vec![2])));
     }
 
     #[test]
     fn exhaustion_then_aging_reuses_the_oldest() {
         let p = pool(3, 100);
         let ids: Vec<u32> = (0..3)
-            .map(|i| p.store(&[i], u64::from(i) * 10).unwrap_or(NO_BUFFER))
+            .map(|i| p.store(&[i], 1, u64::from(i) * 10).unwrap_or(NO_BUFFER))
             .collect();
         assert!(ids.iter().all(|&id| id != NO_BUFFER));
-        assert_eq!(p.store(&[9], 50), None, "all young: full");
+        assert_eq!(p.store(&[9], 1, 50), None, "all young: full");
         assert_eq!(p.stats().full, 1);
-        let reused = p.store(&[9], 100).unwrap_or(NO_BUFFER);
+        let reused = p.store(&[9], 1, 100).unwrap_or(NO_BUFFER);
         assert_ne!(reused, NO_BUFFER);
         assert_eq!(reused & 0xffff, ids[0] & 0xffff, "oldest slot reused");
         assert_eq!(p.take(ids[0]), Err(BufferError::Unknown));
         assert_eq!(
             p.take(ids[1]),
-            Ok(vec![1]),
+            Ok((1, vec![1])),
             "aged but not reused stays valid"
         );
-        assert_eq!(p.take(reused), Ok(vec![9]));
+        assert_eq!(p.take(reused), Ok((1, vec![9])));
         let s = p.stats();
         assert_eq!((s.stored, s.aged_out, s.taken), (4, 1, 2));
     }
@@ -300,7 +310,7 @@ mod tests {
         let p = pool(8, 1_000);
         let mut refused = 0;
         for t in 0..10_000u64 {
-            if p.store(&[t as u8; 60], t * 200).is_none() {
+            if p.store(&[t as u8; 60], 1, t * 200).is_none() {
                 refused += 1;
             }
         }
@@ -312,15 +322,15 @@ mod tests {
     #[test]
     fn taken_slots_are_skipped_when_reclaiming() {
         let p = pool(2, 10);
-        let a = p.store(&[1], 0).unwrap_or(NO_BUFFER);
-        let b = p.store(&[2], 1).unwrap_or(NO_BUFFER);
-        assert_eq!(p.take(a), Ok(vec![1]));
-        let c = p.store(&[3], 2).unwrap_or(NO_BUFFER);
+        let a = p.store(&[1], 1, 0).unwrap_or(NO_BUFFER);
+        let b = p.store(&[2], 1, 1).unwrap_or(NO_BUFFER);
+        assert_eq!(p.take(a), Ok((1, vec![1])));
+        let c = p.store(&[3], 1, 2).unwrap_or(NO_BUFFER);
         assert_eq!(c & 0xffff, a & 0xffff, "free slot before aging");
-        assert_eq!(p.store(&[4], 5), None);
-        let d = p.store(&[4], 11).unwrap_or(NO_BUFFER);
+        assert_eq!(p.store(&[4], 1, 5), None);
+        let d = p.store(&[4], 1, 11).unwrap_or(NO_BUFFER);
         assert_eq!(d & 0xffff, b & 0xffff);
-        assert_eq!(p.take(c), Ok(vec![3]));
+        assert_eq!(p.take(c), Ok((1, vec![3])));
     }
 
     #[test]
@@ -332,8 +342,8 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut ok = 0;
                     for i in 0..2000u64 {
-                        if let Some(id) = p.store(&[w, i as u8], i) {
-                            ok += usize::from(p.take(id) == Ok(vec![w, i as u8]));
+                        if let Some(id) = p.store(&[w, i as u8], 1, i) {
+                            ok += usize::from(p.take(id) == Ok((1, vec![w, i as u8])));
                         }
                     }
                     ok
@@ -351,9 +361,9 @@ mod tests {
     #[test]
     fn too_long_packets_are_not_buffered() {
         let p = pool(2, 10);
-        assert_eq!(p.store(&[0; 65], 0), None);
+        assert_eq!(p.store(&[0; 65], 1, 0), None);
         assert_eq!(p.stats().too_long, 1);
-        assert!(p.store(&[0; 64], 0).is_some());
+        assert!(p.store(&[0; 64], 1, 0).is_some());
         let zero = BufferPool::new(BufferPoolConfig {
             slots: 0,
             ..BufferPoolConfig::default()
@@ -367,7 +377,7 @@ mod tests {
         assert_eq!(decode(encode(0xfffe, 0xffff)), Some((0xfffe, 0xffff)));
         let p = pool(1, 0);
         for _ in 0..70_000 {
-            let id = p.store(&[1], 0).unwrap_or(NO_BUFFER);
+            let id = p.store(&[1], 1, 0).unwrap_or(NO_BUFFER);
             assert_ne!(id, NO_BUFFER);
             assert_ne!(id >> 16, 0);
         }

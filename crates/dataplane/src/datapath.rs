@@ -13,7 +13,9 @@
 
 use crate::batch::{PacketBatch, PacketSink};
 use crate::buffers::{BufferPool, BufferPoolConfig};
-use crate::counters::{FlowCounters, GroupCounters, PortCounters, ShardLease, ShardLeases, TableCounters};
+use crate::counters::{
+    FlowCounters, GroupCounters, PortCounters, ShardLease, ShardLeases, TableCounters,
+};
 use crate::ir::{Action, Instruction};
 use crate::key::Match;
 use crate::meter::Meter;
@@ -138,7 +140,11 @@ pub struct SwitchConfig {
 
 impl Default for SwitchConfig {
     fn default() -> Self {
-        SwitchConfig { miss_send_len: 128, invalid_ttl_to_controller: false, frag: FragHandling::Normal }
+        SwitchConfig {
+            miss_send_len: 128,
+            invalid_ttl_to_controller: false,
+            frag: FragHandling::Normal,
+        }
     }
 }
 
@@ -157,24 +163,62 @@ pub enum Op {
         instructions: Arc<[Instruction]>,
         counters: Arc<FlowCounters>,
     },
-    RemoveFlow { table: u8, id: FlowId },
+    RemoveFlow {
+        table: u8,
+        id: FlowId,
+    },
     /// Modify-flow: new instructions, same match, priority and counters.
-    ReplaceInstructions { table: u8, id: FlowId, instructions: Arc<[Instruction]> },
-    SetGroup { id: u32, group: Group },
-    RemoveGroup { id: u32 },
-    SetMeter { id: u32, meter: Arc<Meter> },
-    RemoveMeter { id: u32 },
-    SetPort { port_no: u32, info: PortInfo },
-    RemovePort { port_no: u32 },
-    SetSwitchConfig { miss_send_len: u16, invalid_ttl_to_controller: bool, frag: FragHandling },
-    SetTemplate { id: u32, template: Arc<PacketTemplate> },
-    RemoveTemplate { id: u32 },
+    ReplaceInstructions {
+        table: u8,
+        id: FlowId,
+        instructions: Arc<[Instruction]>,
+    },
+    SetGroup {
+        id: u32,
+        group: Group,
+    },
+    RemoveGroup {
+        id: u32,
+    },
+    SetMeter {
+        id: u32,
+        meter: Arc<Meter>,
+    },
+    RemoveMeter {
+        id: u32,
+    },
+    SetPort {
+        port_no: u32,
+        info: PortInfo,
+    },
+    RemovePort {
+        port_no: u32,
+    },
+    SetSwitchConfig {
+        miss_send_len: u16,
+        invalid_ttl_to_controller: bool,
+        frag: FragHandling,
+    },
+    SetTemplate {
+        id: u32,
+        template: Arc<PacketTemplate>,
+    },
+    RemoveTemplate {
+        id: u32,
+    },
 }
 
 impl std::fmt::Debug for Op {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Op::InsertFlow { table, id, priority, match_, instructions, .. } => f
+            Op::InsertFlow {
+                table,
+                id,
+                priority,
+                match_,
+                instructions,
+                ..
+            } => f
                 .debug_struct("InsertFlow")
                 .field("table", table)
                 .field("id", id)
@@ -182,26 +226,55 @@ impl std::fmt::Debug for Op {
                 .field("match_", match_)
                 .field("instructions", instructions)
                 .finish(),
-            Op::RemoveFlow { table, id } => f.debug_struct("RemoveFlow").field("table", table).field("id", id).finish(),
-            Op::ReplaceInstructions { table, id, instructions } => f
+            Op::RemoveFlow { table, id } => f
+                .debug_struct("RemoveFlow")
+                .field("table", table)
+                .field("id", id)
+                .finish(),
+            Op::ReplaceInstructions {
+                table,
+                id,
+                instructions,
+            } => f
                 .debug_struct("ReplaceInstructions")
                 .field("table", table)
                 .field("id", id)
                 .field("instructions", instructions)
                 .finish(),
-            Op::SetGroup { id, group } => f.debug_struct("SetGroup").field("id", id).field("group", group).finish(),
+            Op::SetGroup { id, group } => f
+                .debug_struct("SetGroup")
+                .field("id", id)
+                .field("group", group)
+                .finish(),
             Op::RemoveGroup { id } => f.debug_struct("RemoveGroup").field("id", id).finish(),
-            Op::SetMeter { id, .. } => f.debug_struct("SetMeter").field("id", id).finish_non_exhaustive(),
+            Op::SetMeter { id, .. } => f
+                .debug_struct("SetMeter")
+                .field("id", id)
+                .finish_non_exhaustive(),
             Op::RemoveMeter { id } => f.debug_struct("RemoveMeter").field("id", id).finish(),
-            Op::SetPort { port_no, info } => f.debug_struct("SetPort").field("port_no", port_no).field("info", info).finish(),
-            Op::RemovePort { port_no } => f.debug_struct("RemovePort").field("port_no", port_no).finish(),
-            Op::SetSwitchConfig { miss_send_len, invalid_ttl_to_controller, frag } => f
+            Op::SetPort { port_no, info } => f
+                .debug_struct("SetPort")
+                .field("port_no", port_no)
+                .field("info", info)
+                .finish(),
+            Op::RemovePort { port_no } => f
+                .debug_struct("RemovePort")
+                .field("port_no", port_no)
+                .finish(),
+            Op::SetSwitchConfig {
+                miss_send_len,
+                invalid_ttl_to_controller,
+                frag,
+            } => f
                 .debug_struct("SetSwitchConfig")
                 .field("miss_send_len", miss_send_len)
                 .field("invalid_ttl_to_controller", invalid_ttl_to_controller)
                 .field("frag", frag)
                 .finish(),
-            Op::SetTemplate { id, .. } => f.debug_struct("SetTemplate").field("id", id).finish_non_exhaustive(),
+            Op::SetTemplate { id, .. } => f
+                .debug_struct("SetTemplate")
+                .field("id", id)
+                .finish_non_exhaustive(),
             Op::RemoveTemplate { id } => f.debug_struct("RemoveTemplate").field("id", id).finish(),
         }
     }
@@ -247,7 +320,9 @@ impl Shared {
 pub fn new(config: DatapathConfig) -> (DatapathWriter, DatapathReaderFactory) {
     let shared = Arc::new(Shared {
         leases: Arc::new(ShardLeases::default()),
-        tables: (0..config.n_tables).map(|_| TableCounters::default()).collect(),
+        tables: (0..config.n_tables)
+            .map(|_| TableCounters::default())
+            .collect(),
         buffers: BufferPool::new(BufferPoolConfig {
             slots: config.buffer_slots,
             max_len: config.max_frame,
@@ -261,8 +336,15 @@ pub fn new(config: DatapathConfig) -> (DatapathWriter, DatapathReaderFactory) {
         max_frame: config.max_frame,
     });
     let (write, read) = left_right::new_from_empty::<State, Update>(State::new(config.n_tables));
-    let factory = DatapathReaderFactory { handles: read.factory(), shared: Arc::clone(&shared) };
-    let writer = DatapathWriter { handle: write, shared, port_counters: Default::default() };
+    let factory = DatapathReaderFactory {
+        handles: read.factory(),
+        shared: Arc::clone(&shared),
+    };
+    let writer = DatapathWriter {
+        handle: write,
+        shared,
+        port_counters: Default::default(),
+    };
     (writer, factory)
 }
 
@@ -279,7 +361,11 @@ impl DatapathWriter {
         let update = match op {
             Op::SetPort { port_no, info } => {
                 let counters = Arc::clone(self.port_counters.entry(port_no).or_default());
-                Update::Port { port_no, info, counters }
+                Update::Port {
+                    port_no,
+                    info,
+                    counters,
+                }
             }
             Op::RemovePort { port_no } => {
                 self.port_counters.remove(&port_no);
@@ -342,9 +428,20 @@ impl DatapathReader {
     /// consumed (cleared) afterwards.
     pub fn process(&mut self, now_ns: u64, batch: &mut PacketBatch, sink: &mut impl PacketSink) {
         match self.handle.enter() {
-            Some(state) => crate::pipeline::process(&state, &self.shared, &self.lease, &mut self.scratch, now_ns, batch, sink),
+            Some(state) => crate::pipeline::process(
+                &state,
+                &self.shared,
+                &self.lease,
+                &mut self.scratch,
+                now_ns,
+                batch,
+                sink,
+            ),
             None => {
-                self.shared.drops.other.fetch_add(batch.len() as u64, Relaxed);
+                self.shared
+                    .drops
+                    .other
+                    .fetch_add(batch.len() as u64, Relaxed);
             }
         }
         batch.clear();
@@ -352,9 +449,26 @@ impl DatapathReader {
 
     /// Executes a packet-out: `actions` on `frame` as if received on `in_port`
     /// (`port::CONTROLLER` or `port::ANY` when none); OUTPUT TABLE runs the pipeline.
-    pub fn packet_out(&mut self, now_ns: u64, in_port: u32, actions: &[Action], frame: &[u8], sink: &mut impl PacketSink) {
+    pub fn packet_out(
+        &mut self,
+        now_ns: u64,
+        in_port: u32,
+        actions: &[Action],
+        frame: &[u8],
+        sink: &mut impl PacketSink,
+    ) {
         if let Some(state) = self.handle.enter() {
-            crate::pipeline::packet_out(&state, &self.shared, &self.lease, &mut self.scratch, now_ns, in_port, actions, frame, sink);
+            crate::pipeline::packet_out(
+                &state,
+                &self.shared,
+                &self.lease,
+                &mut self.scratch,
+                now_ns,
+                in_port,
+                actions,
+                frame,
+                sink,
+            );
         }
     }
 

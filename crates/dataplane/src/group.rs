@@ -1,10 +1,10 @@
 //! Group semantics: bucket liveness and selection (OpenFlow 1.3 section 5.6).
 
-use crate::program::action_set_order;
 use crate::classifier::hash::{hash_masked, Seed};
 use crate::datapath::{Bucket, Group, GroupType};
 use crate::ir::{port, GROUP_ANY};
 use crate::key::{FlowKey, KEY_WORDS};
+use crate::program::action_set_order;
 use crate::state::State;
 
 /// Watch chains deeper than this count as dead (the core rejects loops; this bounds work).
@@ -25,16 +25,26 @@ const FLOW_WORDS: [u8; KEY_WORDS - 3] = {
 /// A hash of the packet's headers, stable for the life of the process, so every packet of a
 /// flow picks the same SELECT bucket.
 pub(crate) fn flow_hash(key: &FlowKey) -> u64 {
-    hash_masked(Seed::process(), key.words(), &[u64::MAX; KEY_WORDS], &FLOW_WORDS)
+    hash_masked(
+        Seed::process(),
+        key.words(),
+        &[u64::MAX; KEY_WORDS],
+        &FLOW_WORDS,
+    )
 }
 
 fn port_live(state: &State, port_no: u32) -> bool {
-    port_no == port::ANY || state.ports.get(port_no).is_some_and(|p| p.info.live && !p.info.config.down)
+    port_no == port::ANY
+        || state
+            .ports
+            .get(port_no)
+            .is_some_and(|p| p.info.live && !p.info.config.down)
 }
 
 /// Whether a bucket's watched port and group are live.
 pub(crate) fn bucket_live(state: &State, bucket: &Bucket, depth: u8) -> bool {
-    port_live(state, bucket.watch_port) && (bucket.watch_group == GROUP_ANY || group_live(state, bucket.watch_group, depth + 1))
+    port_live(state, bucket.watch_port)
+        && (bucket.watch_group == GROUP_ANY || group_live(state, bucket.watch_group, depth + 1))
 }
 
 /// A group is live when any of its buckets is.
@@ -42,7 +52,10 @@ pub(crate) fn group_live(state: &State, id: u32, depth: u8) -> bool {
     if depth > MAX_WATCH_DEPTH {
         return false;
     }
-    state.groups.get(&id).is_some_and(|g| g.group.buckets.iter().any(|b| bucket_live(state, b, depth)))
+    state
+        .groups
+        .get(&id)
+        .is_some_and(|g| g.group.buckets.iter().any(|b| bucket_live(state, b, depth)))
 }
 
 /// Indices of the buckets to execute, in order, written into `out`; returns how many.
@@ -62,13 +75,20 @@ pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey, out: &mut [usi
                 write_first(out, 0)
             }
         }
-        GroupType::FastFailover => match group.buckets.iter().position(|b| bucket_live(state, b, 0)) {
-            Some(i) => write_first(out, i),
-            None => 0,
-        },
+        GroupType::FastFailover => {
+            match group.buckets.iter().position(|b| bucket_live(state, b, 0)) {
+                Some(i) => write_first(out, i),
+                None => 0,
+            }
+        }
         GroupType::Select => {
             let live = |b: &Bucket| b.weight > 0 && bucket_live(state, b, 0);
-            let total: u64 = group.buckets.iter().filter(|b| live(b)).map(|b| u64::from(b.weight)).sum();
+            let total: u64 = group
+                .buckets
+                .iter()
+                .filter(|b| live(b))
+                .map(|b| u64::from(b.weight))
+                .sum();
             if total == 0 {
                 return 0;
             }
@@ -101,6 +121,17 @@ fn write_first(out: &mut [usize], i: usize) -> usize {
 
 /// Rewrites every bucket's actions into action-set order (a bucket is an action set).
 pub(crate) fn normalize(group: &Group) -> Group {
-    let buckets = group.buckets.iter().map(|b| Bucket { actions: action_set_order(&b.actions), ..b.clone() }).collect();
-    Group { kind: group.kind, buckets, counters: group.counters.clone() }
+    let buckets = group
+        .buckets
+        .iter()
+        .map(|b| Bucket {
+            actions: action_set_order(&b.actions),
+            ..b.clone()
+        })
+        .collect();
+    Group {
+        kind: group.kind,
+        buckets,
+        counters: group.counters.clone(),
+    }
 }

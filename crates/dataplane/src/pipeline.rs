@@ -69,7 +69,9 @@ impl Scratch {
             slots: Vec::with_capacity(RESERVE),
             lookup: LookupScratch::default(),
             parse: ParseStats::default(),
-            pool: (0..POOL_SIZE).map(|_| vec![0; COPY_HEADROOM + max_frame]).collect(),
+            pool: (0..POOL_SIZE)
+                .map(|_| vec![0; COPY_HEADROOM + max_frame])
+                .collect(),
             drops: Drops::default(),
         }
     }
@@ -141,7 +143,19 @@ pub(crate) fn process<S: PacketSink>(
 ) {
     let n = batch.len();
     let depth = state.parse_depth();
-    let Scratch { keys, sets, frames, at, live, sel, slots, lookup, parse, pool, drops } = scratch;
+    let Scratch {
+        keys,
+        sets,
+        frames,
+        at,
+        live,
+        sel,
+        slots,
+        lookup,
+        parse,
+        pool,
+        drops,
+    } = scratch;
     keys.resize(n, FlowKey::default());
     sets.resize_with(n, ActionSet::default);
     frames.resize(n, (0, 0));
@@ -153,8 +167,12 @@ pub(crate) fn process<S: PacketSink>(
 
     let mut last_port: Option<(u32, Option<&PortEntry>)> = None;
     for i in 0..n {
-        let (Some(slot), Some((buf, start, len)), Some(key), Some(set)) = (batch.slot(i), batch.buffer_mut(i), keys.get_mut(i), sets.get_mut(i))
-        else {
+        let (Some(slot), Some((buf, start, len)), Some(key), Some(set)) = (
+            batch.slot(i),
+            batch.buffer_mut(i),
+            keys.get_mut(i),
+            sets.get_mut(i),
+        ) else {
             continue;
         };
         let in_port = slot.in_port;
@@ -174,7 +192,12 @@ pub(crate) fn process<S: PacketSink>(
                 continue;
             }
         }
-        let outcome = parse_to(buf.get(start..start + len).unwrap_or(&[]), in_port, depth, key);
+        let outcome = parse_to(
+            buf.get(start..start + len).unwrap_or(&[]),
+            in_port,
+            depth,
+            key,
+        );
         parse.record(outcome);
         if outcome.is_err() {
             drops.malformed += 1;
@@ -191,10 +214,30 @@ pub(crate) fn process<S: PacketSink>(
         }
     }
 
-    let mut env = Env { state, shared, lease, now, sink, pool, drops, parse, depth: MAX_DEPTH };
-    while let Some(table_id) = live.iter().zip(at.iter()).filter(|(l, _)| **l).map(|(_, t)| *t).min() {
+    let mut env = Env {
+        state,
+        shared,
+        lease,
+        now,
+        sink,
+        pool,
+        drops,
+        parse,
+        depth: MAX_DEPTH,
+    };
+    while let Some(table_id) = live
+        .iter()
+        .zip(at.iter())
+        .filter(|(l, _)| **l)
+        .map(|(_, t)| *t)
+        .min()
+    {
         sel.clear();
-        sel.extend((0..n).filter(|&i| live.get(i) == Some(&true) && at.get(i) == Some(&table_id)).map(|i| i as u16));
+        sel.extend(
+            (0..n)
+                .filter(|&i| live.get(i) == Some(&true) && at.get(i) == Some(&table_id))
+                .map(|i| i as u16),
+        );
         let Some(table) = state.table(table_id) else {
             for &i in sel.iter() {
                 if let Some(l) = live.get_mut(usize::from(i)) {
@@ -206,11 +249,18 @@ pub(crate) fn process<S: PacketSink>(
         };
         table.lookup_batch(
             sel.len(),
-            |k| sel.get(k).and_then(|&i| keys.get(usize::from(i))).map_or(&ZERO_WORDS, FlowKey::words),
+            |k| {
+                sel.get(k)
+                    .and_then(|&i| keys.get(usize::from(i)))
+                    .map_or(&ZERO_WORDS, FlowKey::words)
+            },
             slots,
             lookup,
         );
-        // Start loading every matched entry's counters before touching any.
+        // Start loading every matched entry, then its counters, before touching any.
+        for &s in slots.iter().take(sel.len()) {
+            table.prefetch_rule(s);
+        }
         for &s in slots.iter().take(sel.len()) {
             if let Some(rule) = table.rule(s) {
                 crate::classifier::hash::prefetch_read(&*rule.payload.counters);
@@ -220,9 +270,13 @@ pub(crate) fn process<S: PacketSink>(
         for (k, &i) in sel.iter().enumerate() {
             let i = usize::from(i);
             let rule = slots.get(k).and_then(|&s| table.rule(s));
-            let (Some(l), Some(key), Some(set), Some(fr), Some((buf, _, _))) =
-                (live.get_mut(i), keys.get_mut(i), sets.get_mut(i), frames.get_mut(i), batch.buffer_mut(i))
-            else {
+            let (Some(l), Some(key), Some(set), Some(fr), Some((buf, _, _))) = (
+                live.get_mut(i),
+                keys.get_mut(i),
+                sets.get_mut(i),
+                frames.get_mut(i),
+                batch.buffer_mut(i),
+            ) else {
                 continue;
             };
             let Some(rule) = rule else {
@@ -233,7 +287,11 @@ pub(crate) fn process<S: PacketSink>(
             matched += 1;
             let entry = &rule.payload;
             entry.counters.hit(lease, fr.1 as u64, now);
-            let mut frame = Frame { buf, start: fr.0, len: fr.1 };
+            let mut frame = Frame {
+                buf,
+                start: fr.0,
+                len: fr.1,
+            };
             let next = run_entry(&mut env, &mut frame, key, set, entry, table_id);
             *fr = (frame.start, frame.len);
             match next {
@@ -262,7 +320,13 @@ fn run_entry<S: PacketSink>(
     entry: &FlowEntry,
     table: u8,
 ) -> Option<u8> {
-    let mut meta = Meta { in_port: key.in_port, table, flow: Some(entry.id), table_miss: entry.table_miss, queue: None };
+    let mut meta = Meta {
+        in_port: key.in_port,
+        table,
+        flow: Some(entry.id),
+        table_miss: entry.table_miss,
+        queue: None,
+    };
     let program = &entry.program;
     if let Some(id) = program.meter {
         if let Some(meter) = env.state.meters.get(&id) {
@@ -308,11 +372,23 @@ fn run_entry<S: PacketSink>(
     program.goto
 }
 
-fn run_action_set<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, set: &ActionSet, meta: &mut Meta) {
+fn run_action_set<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    set: &ActionSet,
+    meta: &mut Meta,
+) {
     set.for_each(|a| apply_one(env, frame, key, meta, a, true) == Verdict::Continue);
 }
 
-fn apply_list<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, list: &[Action]) -> Verdict {
+fn apply_list<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    meta: &mut Meta,
+    list: &[Action],
+) -> Verdict {
     for a in list {
         if apply_one(env, frame, key, meta, *a, false) == Verdict::Drop {
             return Verdict::Drop;
@@ -324,7 +400,14 @@ fn apply_list<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
 /// Applies one action. `last` means the packet is not used afterwards, so a group may run
 /// its (single) bucket on it in place instead of on a copy.
 #[inline(always)]
-fn apply_one<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, action: Action, last: bool) -> Verdict {
+fn apply_one<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    meta: &mut Meta,
+    action: Action,
+    last: bool,
+) -> Verdict {
     match action {
         Action::Output { port, max_len } => {
             output(env, frame.bytes(), key, meta, port, max_len);
@@ -344,7 +427,13 @@ fn apply_one<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &m
 
 /// Header-rewriting actions (kept out of line so the common output path stays small).
 #[inline(never)]
-fn edit<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, action: Action) -> Verdict {
+fn edit<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    meta: &mut Meta,
+    action: Action,
+) -> Verdict {
     let ok = match action {
         Action::Output { .. } | Action::Group(_) | Action::SetQueue(_) => true,
         Action::SetField(f, v) => {
@@ -400,14 +489,27 @@ fn edit<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut Fl
     }
 }
 
-fn ttl_result<S: PacketSink>(env: &mut Env<'_, S>, frame: &Frame<'_>, key: &FlowKey, meta: &Meta, r: Result<(), InvalidTtl>) -> Verdict {
+fn ttl_result<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &Frame<'_>,
+    key: &FlowKey,
+    meta: &Meta,
+    r: Result<(), InvalidTtl>,
+) -> Verdict {
     match r {
         Ok(()) => Verdict::Continue,
         Err(InvalidTtl) => {
             env.drops.invalid_ttl += 1;
             if env.state.config.invalid_ttl_to_controller {
                 let max_len = env.state.config.miss_send_len;
-                packet_in(env, frame.bytes(), key, meta, PacketInReason::InvalidTtl, max_len);
+                packet_in(
+                    env,
+                    frame.bytes(),
+                    key,
+                    meta,
+                    PacketInReason::InvalidTtl,
+                    max_len,
+                );
             }
             Verdict::Drop
         }
@@ -431,17 +533,32 @@ fn transmit<S: PacketSink>(env: &mut Env<'_, S>, port_no: u32, frame: &[u8], met
     }
 }
 
-fn output<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta, out_port: u32, max_len: u16) {
+fn output<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &[u8],
+    key: &FlowKey,
+    meta: &Meta,
+    out_port: u32,
+    max_len: u16,
+) {
     match out_port {
         port::IN_PORT => transmit(env, meta.in_port, frame, meta),
         port::FLOOD | port::ALL => {
             let state = env.state;
-            for (p, _) in state.ports.iter().filter(|(p, e)| *p != meta.in_port && e.forwards()) {
+            for (p, _) in state
+                .ports
+                .iter()
+                .filter(|(p, e)| *p != meta.in_port && e.forwards())
+            {
                 transmit(env, p, frame, meta);
             }
         }
         port::CONTROLLER => {
-            let reason = if meta.table_miss { PacketInReason::NoMatch } else { PacketInReason::Action };
+            let reason = if meta.table_miss {
+                PacketInReason::NoMatch
+            } else {
+                PacketInReason::Action
+            };
             packet_in(env, frame, key, meta, reason, max_len);
         }
         port::LOCAL => env.sink.output(port::LOCAL, frame),
@@ -454,16 +571,30 @@ fn output<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta
 }
 
 #[inline(never)]
-fn packet_in<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta, reason: PacketInReason, max_len: u16) {
-    if env.state.ports.get(meta.in_port).is_some_and(|p| p.info.config.no_packet_in) {
+fn packet_in<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &[u8],
+    key: &FlowKey,
+    meta: &Meta,
+    reason: PacketInReason,
+    max_len: u16,
+) {
+    if env
+        .state
+        .ports
+        .get(meta.in_port)
+        .is_some_and(|p| p.info.config.no_packet_in)
+    {
         return;
     }
     let mut buffer_id = NO_BUFFER;
     let mut data = frame;
     if max_len != NO_BUFFER_MAX_LEN {
-        if let Some(id) = env.shared.buffers.store(frame, env.now) {
+        if let Some(id) = env.shared.buffers.store(frame, meta.in_port, env.now) {
             buffer_id = id;
-            data = frame.get(..usize::from(max_len).min(frame.len())).unwrap_or(frame);
+            data = frame
+                .get(..usize::from(max_len).min(frame.len()))
+                .unwrap_or(frame);
         }
     }
     let ev = PacketInEvent {
@@ -484,7 +615,11 @@ fn packet_in<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, m
 /// Copies `frame` into a pool buffer and runs `f` on the copy; drops (counted) when the
 /// nesting budget or the pool is exhausted.
 #[inline(never)]
-fn with_copy<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], f: impl FnOnce(&mut Env<'_, S>, &mut Frame<'_>)) {
+fn with_copy<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &[u8],
+    f: impl FnOnce(&mut Env<'_, S>, &mut Frame<'_>),
+) {
     if env.depth == 0 {
         env.drops.other += 1;
         return;
@@ -495,7 +630,11 @@ fn with_copy<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], f: impl FnOnce(&
     };
     if let Some(dst) = buf.get_mut(COPY_HEADROOM..COPY_HEADROOM + frame.len()) {
         dst.copy_from_slice(frame);
-        let mut copy = Frame { buf: &mut buf, start: COPY_HEADROOM, len: frame.len() };
+        let mut copy = Frame {
+            buf: &mut buf,
+            start: COPY_HEADROOM,
+            len: frame.len(),
+        };
         env.depth -= 1;
         f(env, &mut copy);
         env.depth += 1;
@@ -505,7 +644,14 @@ fn with_copy<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], f: impl FnOnce(&
     env.pool.push(buf);
 }
 
-fn run_group<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &Meta, id: u32, in_place: bool) {
+fn run_group<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    meta: &Meta,
+    id: u32,
+    in_place: bool,
+) {
     let state = env.state;
     let Some(entry) = state.groups.get(&id) else {
         env.drops.other += 1;
@@ -521,7 +667,9 @@ fn run_group<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &m
         return;
     }
     for (k, &b) in chosen.iter().take(n).enumerate() {
-        let Some(bucket) = g.buckets.get(b) else { continue };
+        let Some(bucket) = g.buckets.get(b) else {
+            continue;
+        };
         if let Some(c) = g.counters.buckets.get(b) {
             c.add(env.lease, 1, len);
         }
@@ -541,7 +689,13 @@ fn run_group<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &m
 
 /// Runs actions already in action-set order (a bucket, or an entry's Write-Actions on an
 /// empty set); the packet is finished afterwards.
-fn run_sorted<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &mut FlowKey, meta: &mut Meta, list: &[Action]) {
+fn run_sorted<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    meta: &mut Meta,
+    list: &[Action],
+) {
     let count = list.len();
     for (i, a) in list.iter().enumerate() {
         if apply_one(env, frame, key, meta, *a, i + 1 == count) == Verdict::Drop {
@@ -587,7 +741,14 @@ fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
 
 /// InSP: builds a packet from the template and the triggering packet and runs `list` on it.
 #[inline(never)]
-fn insp<S: PacketSink>(env: &mut Env<'_, S>, trigger: &Frame<'_>, key: &FlowKey, meta: &Meta, template_id: u32, list: &[Action]) {
+fn insp<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    trigger: &Frame<'_>,
+    key: &FlowKey,
+    meta: &Meta,
+    template_id: u32,
+    list: &[Action],
+) {
     let Some(template) = env.state.templates.get(&template_id) else {
         env.drops.insp_failed += 1;
         return;
@@ -600,13 +761,24 @@ fn insp<S: PacketSink>(env: &mut Env<'_, S>, trigger: &Frame<'_>, key: &FlowKey,
         env.drops.other += 1;
         return;
     };
-    let generated = buf.get_mut(COPY_HEADROOM..).map(|out| template.instantiate(trigger.bytes(), out));
+    let generated = buf
+        .get_mut(COPY_HEADROOM..)
+        .map(|out| template.instantiate(trigger.bytes(), out));
     match generated {
         Some(Ok(len)) if len > 0 => {
-            let mut frame = Frame { buf: &mut buf, start: COPY_HEADROOM, len };
+            let mut frame = Frame {
+                buf: &mut buf,
+                start: COPY_HEADROOM,
+                len,
+            };
             let mut gen_key = FlowKey::default();
             let _ = parse_to(frame.bytes(), key.in_port, ParseDepth::L4, &mut gen_key);
-            let mut gen_meta = Meta { flow: None, table_miss: false, queue: None, ..*meta };
+            let mut gen_meta = Meta {
+                flow: None,
+                table_miss: false,
+                queue: None,
+                ..*meta
+            };
             env.depth -= 1;
             apply_list(env, &mut frame, &mut gen_key, &mut gen_meta, list);
             env.depth += 1;
@@ -622,7 +794,14 @@ fn insp<S: PacketSink>(env: &mut Env<'_, S>, trigger: &Frame<'_>, key: &FlowKey,
 fn normal<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta: &Meta) {
     let state = env.state;
     let tag = (key.vlan_vid & crate::key::OFPVID_PRESENT != 0).then_some(key.vlan_vid & 0x0fff);
-    let decision = env.shared.mac_table.decide(&state.normal_ports, meta.in_port, tag, key.eth_src, key.eth_dst, env.now);
+    let decision = env.shared.mac_table.decide(
+        &state.normal_ports,
+        meta.in_port,
+        tag,
+        key.eth_src,
+        key.eth_dst,
+        env.now,
+    );
     if matches!(decision.forward, Forward::Drop(_)) {
         env.drops.other += 1;
         return;
@@ -638,8 +817,7 @@ fn normal<S: PacketSink>(env: &mut Env<'_, S>, frame: &[u8], key: &FlowKey, meta
                 let _ = parse_to(copy.bytes(), meta.in_port, ParseDepth::L2, &mut k);
                 let ok = match op {
                     TagOp::Push(vid) => {
-                        actions::push_vlan(copy, &mut k, 0x8100)
-                            && set_vid(copy, &mut k, vid)
+                        actions::push_vlan(copy, &mut k, 0x8100) && set_vid(copy, &mut k, vid)
                     }
                     TagOp::Pop => actions::pop_vlan(copy, &mut k),
                     TagOp::SetVid(vid) => set_vid(copy, &mut k, vid),
@@ -673,13 +851,31 @@ pub(crate) fn packet_out<S: PacketSink>(
     frame: &[u8],
     sink: &mut S,
 ) {
-    let Scratch { parse, pool, drops, .. } = scratch;
-    let mut env = Env { state, shared, lease, now, sink, pool, drops, parse, depth: MAX_DEPTH };
+    let Scratch {
+        parse, pool, drops, ..
+    } = scratch;
+    let mut env = Env {
+        state,
+        shared,
+        lease,
+        now,
+        sink,
+        pool,
+        drops,
+        parse,
+        depth: MAX_DEPTH,
+    };
     with_copy(&mut env, frame, |env, copy| {
         let mut key = FlowKey::default();
         let outcome = parse_to(copy.bytes(), in_port, ParseDepth::L4, &mut key);
         env.parse.record(outcome);
-        let mut meta = Meta { in_port, table: 0, flow: None, table_miss: false, queue: None };
+        let mut meta = Meta {
+            in_port,
+            table: 0,
+            flow: None,
+            table_miss: false,
+            queue: None,
+        };
         apply_list(env, copy, &mut key, &mut meta, list);
     });
     flush(shared, drops);

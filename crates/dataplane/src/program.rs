@@ -26,17 +26,18 @@ pub(crate) struct InspStep {
 /// Compiled instructions, executed in the order of OpenFlow 1.3 section 5.9: meter,
 /// apply-actions, (InSP), clear-actions, write-actions, write-metadata, goto-table.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub(crate) struct Program {
-    /// Apply-Actions followed by Write-Actions (sorted in action-set order).
-    store: Store,
     apply_len: u16,
     write_len: u16,
-    pub meter: Option<u32>,
+    pub goto: Option<u8>,
     pub clear: bool,
     pub has_write: bool,
-    pub metadata: Option<(u64, u64)>,
-    pub goto: Option<u8>,
+    pub meter: Option<u32>,
     pub insp: Option<Arc<InspStep>>,
+    pub metadata: Option<(u64, u64)>,
+    /// Apply-Actions followed by Write-Actions (sorted in action-set order).
+    store: Store,
 }
 
 /// `actions` rewritten into the order the action set executes them (one per kind, last wins).
@@ -77,15 +78,25 @@ impl Program {
                 }
                 Instruction::ClearActions => p.clear = true,
                 Instruction::Meter(m) => p.meter = Some(*m),
-                Instruction::Insp { template_id, actions } => {
-                    p.insp = Some(Arc::new(InspStep { template_id: *template_id, actions: actions.clone() }));
+                Instruction::Insp {
+                    template_id,
+                    actions,
+                } => {
+                    p.insp = Some(Arc::new(InspStep {
+                        template_id: *template_id,
+                        actions: actions.clone(),
+                    }));
                 }
             }
         }
         let write = action_set_order(&write);
         p.apply_len = u16::try_from(apply.len()).unwrap_or(u16::MAX);
         p.write_len = u16::try_from(write.len()).unwrap_or(u16::MAX);
-        let all: Vec<Action> = apply.into_iter().take(usize::from(p.apply_len)).chain(write.into_iter().take(usize::from(p.write_len))).collect();
+        let all: Vec<Action> = apply
+            .into_iter()
+            .take(usize::from(p.apply_len))
+            .chain(write.into_iter().take(usize::from(p.write_len)))
+            .collect();
         p.store = if all.len() <= INLINE {
             let mut inline = [Action::PopVlan; INLINE];
             for (slot, a) in inline.iter_mut().zip(&all) {
@@ -115,6 +126,8 @@ impl Program {
     #[inline(always)]
     pub fn write(&self) -> &[Action] {
         let start = usize::from(self.apply_len);
-        self.all().get(start..start + usize::from(self.write_len)).unwrap_or(&[])
+        self.all()
+            .get(start..start + usize::from(self.write_len))
+            .unwrap_or(&[])
     }
 }

@@ -8,20 +8,21 @@ use crate::datapath::{FlowId, Group, Op, PortInfo, SwitchConfig};
 use crate::ir::{Action, Instruction};
 use crate::key::{Field, ParseDepth};
 use crate::meter::Meter;
-use crate::program::Program;
 use crate::normal::{NormalPorts, PortVlanMode};
+use crate::program::Program;
 use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// What a classifier match returns.
+/// What a classifier match returns; `repr(C)` keeps the per-packet fields in front.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub(crate) struct FlowEntry {
-    pub id: FlowId,
-    pub program: Program,
     pub counters: Arc<FlowCounters>,
+    pub id: FlowId,
     /// Priority 0 and match-all: a CONTROLLER output reports `NO_MATCH`.
     pub table_miss: bool,
+    pub program: Program,
     /// Parse depth the entry's match and actions need.
     pub depth: ParseDepth,
     /// Parse depth the match alone needs.
@@ -86,7 +87,11 @@ impl PortTable {
 
     /// Every port in ascending number order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &PortEntry)> {
-        let dense = self.dense.iter().enumerate().filter_map(|(i, e)| Some((i as u32, e.as_ref()?)));
+        let dense = self
+            .dense
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((i as u32, e.as_ref()?)));
         dense.chain(self.sparse.iter().map(|(p, e)| (*p, e)))
     }
 }
@@ -102,7 +107,11 @@ pub(crate) struct GroupEntry {
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Update {
     Op(Op),
-    Port { port_no: u32, info: PortInfo, counters: Arc<PortCounters> },
+    Port {
+        port_no: u32,
+        info: PortInfo,
+        counters: Arc<PortCounters>,
+    },
 }
 
 /// One copy of the datapath state.
@@ -129,7 +138,9 @@ fn actions_depth(actions: &[Action]) -> ParseDepth {
                 Field::IpDscp | Field::IpEcn => ParseDepth::L3,
                 f => f.depth(),
             },
-            Action::SetNwTtl(_) | Action::DecNwTtl | Action::CopyTtlIn | Action::CopyTtlOut => ParseDepth::L3,
+            Action::SetNwTtl(_) | Action::DecNwTtl | Action::CopyTtlIn | Action::CopyTtlOut => {
+                ParseDepth::L3
+            }
             // Group buckets may rewrite anything; NORMAL and InSP only need L2.
             Action::Group(_) => ParseDepth::L4,
             _ => ParseDepth::L2,
@@ -142,7 +153,9 @@ fn instructions_depth(instructions: &[Instruction]) -> ParseDepth {
     instructions
         .iter()
         .map(|i| match i {
-            Instruction::ApplyActions(a) | Instruction::WriteActions(a) | Instruction::Insp { actions: a, .. } => actions_depth(a),
+            Instruction::ApplyActions(a)
+            | Instruction::WriteActions(a)
+            | Instruction::Insp { actions: a, .. } => actions_depth(a),
             _ => ParseDepth::L2,
         })
         .max()
@@ -174,7 +187,11 @@ impl State {
 
     fn count_depth(&mut self, d: ParseDepth, add: bool) {
         if let Some(c) = self.depth_counts.get_mut(d as usize) {
-            *c = if add { c.saturating_add(1) } else { c.saturating_sub(1) };
+            *c = if add {
+                c.saturating_add(1)
+            } else {
+                c.saturating_sub(1)
+            };
         }
     }
 
@@ -183,7 +200,10 @@ impl State {
     }
 
     fn remove_flow(&mut self, table: u8, id: FlowId) {
-        let removed = self.tables.get_mut(usize::from(table)).and_then(|t| t.remove(id.0));
+        let removed = self
+            .tables
+            .get_mut(usize::from(table))
+            .and_then(|t| t.remove(id.0));
         if let Some(e) = removed {
             self.count_depth(e.depth, false);
         }
@@ -191,10 +211,23 @@ impl State {
 
     fn apply(&mut self, update: &Update) {
         match update {
-            Update::Port { port_no, info, counters } => {
-                let mode = info.vlan_mode.clone().unwrap_or(PortVlanMode::Trunk { allowed: None, native: Some(1) });
+            Update::Port {
+                port_no,
+                info,
+                counters,
+            } => {
+                let mode = info.vlan_mode.clone().unwrap_or(PortVlanMode::Trunk {
+                    allowed: None,
+                    native: Some(1),
+                });
                 self.normal_ports.set(*port_no, mode);
-                self.ports.insert(*port_no, PortEntry { info: info.clone(), counters: Arc::clone(counters) });
+                self.ports.insert(
+                    *port_no,
+                    PortEntry {
+                        info: info.clone(),
+                        counters: Arc::clone(counters),
+                    },
+                );
             }
             Update::Op(op) => self.apply_op(op),
         }
@@ -202,7 +235,14 @@ impl State {
 
     fn apply_op(&mut self, op: &Op) {
         match op {
-            Op::InsertFlow { table, id, priority, match_, instructions, counters } => {
+            Op::InsertFlow {
+                table,
+                id,
+                priority,
+                match_,
+                instructions,
+                counters,
+            } => {
                 self.remove_flow(*table, *id);
                 let match_depth = match_.fields().depth();
                 let depth = match_depth.max(instructions_depth(instructions));
@@ -220,10 +260,18 @@ impl State {
                 }
             }
             Op::RemoveFlow { table, id } => self.remove_flow(*table, *id),
-            Op::ReplaceInstructions { table, id, instructions } => {
+            Op::ReplaceInstructions {
+                table,
+                id,
+                instructions,
+            } => {
                 let new_depth = instructions_depth(instructions);
                 let mut change = None;
-                if let Some(e) = self.tables.get_mut(usize::from(*table)).and_then(|t| t.payload_mut(id.0)) {
+                if let Some(e) = self
+                    .tables
+                    .get_mut(usize::from(*table))
+                    .and_then(|t| t.payload_mut(id.0))
+                {
                     e.program = Program::compile(instructions);
                     let old = e.depth;
                     e.depth = e.match_depth.max(new_depth);
@@ -235,8 +283,19 @@ impl State {
                 }
             }
             Op::SetGroup { id, group } => {
-                let depth = group.buckets.iter().map(|b| actions_depth(&b.actions)).max().unwrap_or(ParseDepth::L2);
-                if let Some(old) = self.groups.insert(*id, GroupEntry { group: Arc::new(crate::group::normalize(group)), depth }) {
+                let depth = group
+                    .buckets
+                    .iter()
+                    .map(|b| actions_depth(&b.actions))
+                    .max()
+                    .unwrap_or(ParseDepth::L2);
+                if let Some(old) = self.groups.insert(
+                    *id,
+                    GroupEntry {
+                        group: Arc::new(crate::group::normalize(group)),
+                        depth,
+                    },
+                ) {
                     self.count_depth(old.depth, false);
                 }
                 self.count_depth(depth, true);
@@ -257,8 +316,16 @@ impl State {
                 self.ports.remove(*port_no);
                 self.normal_ports.remove(*port_no);
             }
-            Op::SetSwitchConfig { miss_send_len, invalid_ttl_to_controller, frag } => {
-                self.config = SwitchConfig { miss_send_len: *miss_send_len, invalid_ttl_to_controller: *invalid_ttl_to_controller, frag: *frag };
+            Op::SetSwitchConfig {
+                miss_send_len,
+                invalid_ttl_to_controller,
+                frag,
+            } => {
+                self.config = SwitchConfig {
+                    miss_send_len: *miss_send_len,
+                    invalid_ttl_to_controller: *invalid_ttl_to_controller,
+                    frag: *frag,
+                };
             }
             Op::SetTemplate { id, template } => {
                 self.templates.insert(*id, Arc::clone(template));

@@ -25,10 +25,18 @@ impl RuleSpec {
             m.set(Field::EthType, FieldValue::from(t), None);
         }
         if let Some((a, len)) = self.dst {
-            m.set(Field::Ipv4Dst, FieldValue::from(a), Some(FieldValue::from(prefix(len))));
+            m.set(
+                Field::Ipv4Dst,
+                FieldValue::from(a),
+                Some(FieldValue::from(prefix(len))),
+            );
         }
         if let Some((a, len)) = self.src {
-            m.set(Field::Ipv4Src, FieldValue::from(a), Some(FieldValue::from(prefix(len))));
+            m.set(
+                Field::Ipv4Src,
+                FieldValue::from(a),
+                Some(FieldValue::from(prefix(len))),
+            );
         }
         if let Some(p) = self.tp_dst {
             m.set(Field::TcpDst, FieldValue::from(p), None);
@@ -51,32 +59,66 @@ fn rule_spec() -> impl Strategy<Value = RuleSpec> {
         0u16..6,
         prop::option::of(1u32..3),
         prop::option::of(prop::sample::select(vec![0x0800u16, 0x86dd])),
-        prop::option::of((addr(), prop::sample::select(vec![0u8, 8, 16, 23, 24, 30, 32]))),
+        prop::option::of((
+            addr(),
+            prop::sample::select(vec![0u8, 8, 16, 23, 24, 30, 32]),
+        )),
         prop::option::of((addr(), prop::sample::select(vec![8u8, 24, 32]))),
         prop::option::of(80u16..82),
     )
-        .prop_map(|(priority, in_port, eth_type, dst, src, tp_dst)| RuleSpec { priority, in_port, eth_type, dst, src, tp_dst })
+        .prop_map(|(priority, in_port, eth_type, dst, src, tp_dst)| RuleSpec {
+            priority,
+            in_port,
+            eth_type,
+            dst,
+            src,
+            tp_dst,
+        })
 }
 
 fn packet() -> impl Strategy<Value = FlowKey> {
-    (1u32..3, prop::sample::select(vec![0x0800u16, 0x86dd, 0x0806]), addr(), addr(), 79u16..82).prop_map(|(p, t, d, s, tp)| {
-        FlowKey { in_port: p, eth_type: t, ipv4_dst: d, ipv4_src: s, tp_dst: tp, ..FlowKey::default() }
-    })
+    (
+        1u32..3,
+        prop::sample::select(vec![0x0800u16, 0x86dd, 0x0806]),
+        addr(),
+        addr(),
+        79u16..82,
+    )
+        .prop_map(|(p, t, d, s, tp)| FlowKey {
+            in_port: p,
+            eth_type: t,
+            ipv4_dst: d,
+            ipv4_src: s,
+            tp_dst: tp,
+            ..FlowKey::default()
+        })
 }
 
 /// Highest priority of any live rule matching `k`.
 fn reference(rules: &[(u64, u16, Match)], k: &FlowKey) -> Option<u16> {
-    rules.iter().filter(|(_, _, m)| m.matches(k)).map(|(_, p, _)| *p).max()
+    rules
+        .iter()
+        .filter(|(_, _, m)| m.matches(k))
+        .map(|(_, p, _)| *p)
+        .max()
 }
 
-fn check(c: &Classifier<u64>, live: &[(u64, u16, Match)], packets: &[FlowKey]) -> Result<(), TestCaseError> {
+fn check(
+    c: &Classifier<u64>,
+    live: &[(u64, u16, Match)],
+    packets: &[FlowKey],
+) -> Result<(), TestCaseError> {
     for k in packets {
         let got = c.lookup(k.words()).and_then(|s| c.rule(s));
         match (got, reference(live, k)) {
             (None, None) => {}
             (Some(r), Some(p)) => {
                 prop_assert_eq!(r.priority, p, "wrong priority for {:?}", k);
-                let m = &live.iter().find(|(id, _, _)| *id == r.id).expect("returned rule is live").2;
+                let m = &live
+                    .iter()
+                    .find(|(id, _, _)| *id == r.id)
+                    .expect("returned rule is live")
+                    .2;
                 prop_assert!(m.matches(k), "returned rule does not match");
             }
             (got, want) => prop_assert!(false, "got {:?} want {:?}", got.map(|r| r.id), want),
@@ -146,7 +188,11 @@ proptest! {
 fn mac_rule(i: u32) -> Match {
     let mut m = Match::any();
     let b = i.to_be_bytes();
-    m.set(Field::EthDst, FieldValue::mac([2, 0, b[0], b[1], b[2], b[3]]), None);
+    m.set(
+        Field::EthDst,
+        FieldValue::mac([2, 0, b[0], b[1], b[2], b[3]]),
+        None,
+    );
     m
 }
 
@@ -170,7 +216,17 @@ fn exact_table_is_one_hash() {
 fn kind_follows_contents() {
     let mut c = Classifier::default();
     assert_eq!(c.kind(), Kind::Empty);
-    let route = |a: u32, len: u8| RuleSpec { priority: u16::from(len), in_port: None, eth_type: Some(0x0800), dst: Some((a, len)), src: None, tp_dst: None }.to_match();
+    let route = |a: u32, len: u8| {
+        RuleSpec {
+            priority: u16::from(len),
+            in_port: None,
+            eth_type: Some(0x0800),
+            dst: Some((a, len)),
+            src: None,
+            tp_dst: None,
+        }
+        .to_match()
+    };
     c.insert(1, 24, &route(0x0a00_0100, 24), 1);
     assert_eq!(c.kind(), Kind::Hash);
     c.insert(2, 16, &route(0x0a00_0000, 16), 2);
@@ -178,17 +234,44 @@ fn kind_follows_contents() {
     // A catch-all below the routes keeps the LPM family, probed first.
     c.insert(3, 0, &Match::any(), 3);
     assert_eq!(c.kind(), Kind::Lpm);
-    let k = FlowKey { eth_type: 0x0800, ipv4_dst: 0x0a00_0105, ..FlowKey::default() };
-    assert_eq!(c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id), Some(1));
-    let k = FlowKey { eth_type: 0x0800, ipv4_dst: 0x0a00_0505, ..FlowKey::default() };
-    assert_eq!(c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id), Some(2));
-    let k = FlowKey { eth_type: 0x0806, ..FlowKey::default() };
-    assert_eq!(c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id), Some(3));
+    let k = FlowKey {
+        eth_type: 0x0800,
+        ipv4_dst: 0x0a00_0105,
+        ..FlowKey::default()
+    };
+    assert_eq!(
+        c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id),
+        Some(1)
+    );
+    let k = FlowKey {
+        eth_type: 0x0800,
+        ipv4_dst: 0x0a00_0505,
+        ..FlowKey::default()
+    };
+    assert_eq!(
+        c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id),
+        Some(2)
+    );
+    let k = FlowKey {
+        eth_type: 0x0806,
+        ..FlowKey::default()
+    };
+    assert_eq!(
+        c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id),
+        Some(3)
+    );
     // A priority that contradicts prefix length forces tuple space search.
     c.insert(4, 30, &route(0x0a00_0000, 8), 4);
     assert_eq!(c.kind(), Kind::TupleSpace);
-    let k = FlowKey { eth_type: 0x0800, ipv4_dst: 0x0a00_0105, ..FlowKey::default() };
-    assert_eq!(c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id), Some(4));
+    let k = FlowKey {
+        eth_type: 0x0800,
+        ipv4_dst: 0x0a00_0105,
+        ..FlowKey::default()
+    };
+    assert_eq!(
+        c.lookup(k.words()).and_then(|s| c.rule(s)).map(|r| r.id),
+        Some(4)
+    );
     c.remove(4);
     c.remove(3);
     assert_eq!(c.kind(), Kind::Lpm);
@@ -204,14 +287,22 @@ fn batch_lookup_equals_single_lookup() {
     let keys: Vec<FlowKey> = (0..200u32)
         .map(|i| {
             let b = i.to_be_bytes();
-            FlowKey { eth_dst: [2, 0, b[0], b[1], b[2], b[3]], ..FlowKey::default() }
+            FlowKey {
+                eth_dst: [2, 0, b[0], b[1], b[2], b[3]],
+                ..FlowKey::default()
+            }
         })
         .collect();
     let mut out = vec![0u32; keys.len()];
     let mut scratch = Default::default();
     c.lookup_batch(keys.len(), |i| keys[i].words(), &mut out, &mut scratch);
     for (k, o) in keys.iter().zip(&out) {
-        let single = c.lookup(k.words()).unwrap_or(dataplane::classifier::NO_RULE);
-        assert_eq!(c.rule(*o).map(|r| r.priority), c.rule(single).map(|r| r.priority));
+        let single = c
+            .lookup(k.words())
+            .unwrap_or(dataplane::classifier::NO_RULE);
+        assert_eq!(
+            c.rule(*o).map(|r| r.priority),
+            c.rule(single).map(|r| r.priority)
+        );
     }
 }

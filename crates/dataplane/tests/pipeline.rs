@@ -20,13 +20,20 @@ fn action_set_runs_in_spec_order_whatever_the_write_order() {
     let (mut w, mut r) = datapath(4);
     // Written "backwards": output first, push-vlan last. Spec order: push VLAN, dec TTL,
     // set-field, output.
-    add_flow(&mut w, 0, 1, 10, Match::any(), vec![Instruction::WriteActions(vec![
-        out(2),
-        Action::SetField(Field::Ipv4Dst, FieldValue::from(0x0b00_0009u32)),
-        Action::DecNwTtl,
-        Action::SetField(Field::VlanVid, FieldValue::from(0x1000u16 | 42)),
-        Action::PushVlan(0x8100),
-    ])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        10,
+        Match::any(),
+        vec![Instruction::WriteActions(vec![
+            out(2),
+            Action::SetField(Field::Ipv4Dst, FieldValue::from(0x0b00_0009u32)),
+            Action::DecNwTtl,
+            Action::SetField(Field::VlanVid, FieldValue::from(0x1000u16 | 42)),
+            Action::PushVlan(0x8100),
+        ])],
+    );
     w.publish();
     let rec = send(&mut r, 1, &[(1, pkt())]);
     assert_eq!(rec.ports(), vec![2]);
@@ -43,11 +50,18 @@ fn action_set_runs_in_spec_order_whatever_the_write_order() {
 #[test]
 fn apply_actions_run_in_list_order_and_output_the_packet_as_it_is_then() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 10, Match::any(), vec![apply(vec![
-        out(2),
-        Action::SetField(Field::UdpDst, FieldValue::from(53u16)),
-        out(3),
-    ])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        10,
+        Match::any(),
+        vec![apply(vec![
+            out(2),
+            Action::SetField(Field::UdpDst, FieldValue::from(53u16)),
+            out(3),
+        ])],
+    );
     w.publish();
     let rec = send(&mut r, 1, &[(1, pkt())]);
     assert_eq!(rec.ports(), vec![2, 3]);
@@ -59,21 +73,60 @@ fn apply_actions_run_in_list_order_and_output_the_packet_as_it_is_then() {
 #[test]
 fn clear_actions_empties_the_set_and_group_overrides_output() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 10, Match::any(), vec![Instruction::WriteActions(vec![out(2)]), Instruction::GotoTable(1)]);
-    add_flow(&mut w, 1, 2, 10, Match::any(), vec![Instruction::ClearActions, Instruction::WriteActions(vec![out(3)])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        10,
+        Match::any(),
+        vec![
+            Instruction::WriteActions(vec![out(2)]),
+            Instruction::GotoTable(1),
+        ],
+    );
+    add_flow(
+        &mut w,
+        1,
+        2,
+        10,
+        Match::any(),
+        vec![
+            Instruction::ClearActions,
+            Instruction::WriteActions(vec![out(3)]),
+        ],
+    );
     w.publish();
     assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![3]);
 
-    w.apply(Op::SetGroup { id: 7, group: indirect(4) });
-    add_flow(&mut w, 1, 2, 10, Match::any(), vec![Instruction::WriteActions(vec![out(3), Action::Group(7)])]);
+    w.apply(Op::SetGroup {
+        id: 7,
+        group: indirect(4),
+    });
+    add_flow(
+        &mut w,
+        1,
+        2,
+        10,
+        Match::any(),
+        vec![Instruction::WriteActions(vec![out(3), Action::Group(7)])],
+    );
     w.publish();
-    assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![4], "output is ignored when a group is in the set");
+    assert_eq!(
+        send(&mut r, 1, &[(1, pkt())]).ports(),
+        vec![4],
+        "output is ignored when a group is in the set"
+    );
 }
 
 fn indirect(p: u32) -> dataplane::datapath::Group {
     dataplane::datapath::Group {
         kind: dataplane::datapath::GroupType::Indirect,
-        buckets: vec![dataplane::datapath::Bucket { weight: 0, watch_port: port::ANY, watch_group: dataplane::ir::GROUP_ANY, actions: vec![out(p)] }],
+        buckets: vec![dataplane::datapath::Bucket {
+            weight: 0,
+            watch_port: port::ANY,
+            watch_group: dataplane::ir::GROUP_ANY,
+            actions: vec![out(p)],
+        }],
         counters: dataplane::counters::GroupCounters::new(1),
     }
 }
@@ -82,20 +135,63 @@ fn indirect(p: u32) -> dataplane::datapath::Group {
 fn priorities_and_overlapping_matches() {
     let (mut w, mut r) = datapath(4);
     add_flow(&mut w, 0, 1, 1, Match::any(), vec![apply(vec![out(2)])]);
-    add_flow(&mut w, 0, 2, 100, m(&[(Field::EthType, 0x0800), (Field::UdpDst, 2000), (Field::IpProto, 17)]), vec![apply(vec![out(3)])]);
+    add_flow(
+        &mut w,
+        0,
+        2,
+        100,
+        m(&[
+            (Field::EthType, 0x0800),
+            (Field::UdpDst, 2000),
+            (Field::IpProto, 17),
+        ]),
+        vec![apply(vec![out(3)])],
+    );
     let mut pfx = m(&[(Field::EthType, 0x0800)]);
-    pfx.set(Field::Ipv4Dst, FieldValue::from(DST), Some(FieldValue::from(0xffff_ff00u32)));
+    pfx.set(
+        Field::Ipv4Dst,
+        FieldValue::from(DST),
+        Some(FieldValue::from(0xffff_ff00u32)),
+    );
     add_flow(&mut w, 0, 3, 50, pfx, vec![apply(vec![out(4)])]);
     w.publish();
-    let rec = send(&mut r, 1, &[(1, pkt()), (1, udp4(SRC, DST, 1, 9, 64, 64)), (1, udp4(SRC, 0x0c00_0000, 1, 9, 64, 64))]);
+    let rec = send(
+        &mut r,
+        1,
+        &[
+            (1, pkt()),
+            (1, udp4(SRC, DST, 1, 9, 64, 64)),
+            (1, udp4(SRC, 0x0c00_0000, 1, 9, 64, 64)),
+        ],
+    );
     assert_eq!(rec.ports(), vec![3, 4, 2]);
 }
 
 #[test]
 fn goto_and_metadata_reach_later_tables() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 1, Match::any(), vec![Instruction::WriteMetadata { value: 0xab00, mask: 0xff00 }, Instruction::GotoTable(5)]);
-    add_flow(&mut w, 5, 2, 1, m(&[(Field::Metadata, 0xab00)]), vec![apply(vec![out(2)])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        1,
+        Match::any(),
+        vec![
+            Instruction::WriteMetadata {
+                value: 0xab00,
+                mask: 0xff00,
+            },
+            Instruction::GotoTable(5),
+        ],
+    );
+    add_flow(
+        &mut w,
+        5,
+        2,
+        1,
+        m(&[(Field::Metadata, 0xab00)]),
+        vec![apply(vec![out(2)])],
+    );
     add_flow(&mut w, 5, 3, 0, Match::any(), vec![apply(vec![out(3)])]);
     w.publish();
     assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![2]);
@@ -107,50 +203,142 @@ fn table_miss_drops_without_an_entry_and_reports_no_match_with_one() {
     w.publish();
     let rec = send(&mut r, 1, &[(1, pkt())]);
     assert!(rec.out.is_empty() && rec.pin.is_empty());
-    assert_eq!(r.shared().drops.no_match.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(
+        r.shared()
+            .drops
+            .no_match
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
 
-    add_flow(&mut w, 0, 9, 0, Match::any(), vec![apply(vec![Action::Output { port: port::CONTROLLER, max_len: 32 }])]);
+    add_flow(
+        &mut w,
+        0,
+        9,
+        0,
+        Match::any(),
+        vec![apply(vec![Action::Output {
+            port: port::CONTROLLER,
+            max_len: 32,
+        }])],
+    );
     w.publish();
     let rec = send(&mut r, 1, &[(1, pkt())]);
     let pin = &rec.pin[0];
-    assert_eq!((pin.reason, pin.flow, pin.table_id, pin.in_port, pin.total_len), (PacketInReason::NoMatch, Some(FlowId(9)), 0, 1, 64));
+    assert_eq!(
+        (
+            pin.reason,
+            pin.flow,
+            pin.table_id,
+            pin.in_port,
+            pin.total_len
+        ),
+        (PacketInReason::NoMatch, Some(FlowId(9)), 0, 1, 64)
+    );
     assert_eq!(pin.data.len(), 32, "buffered: only max_len bytes sent");
     assert_ne!(pin.buffer_id, NO_BUFFER);
-    let stored = r.shared().buffers.take(pin.buffer_id).expect("buffered packet");
+    let stored = r
+        .shared()
+        .buffers
+        .take(pin.buffer_id)
+        .expect("buffered packet");
     assert_eq!(stored, pkt());
 }
 
 #[test]
 fn controller_action_with_no_buffer_sends_everything() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![Action::Output { port: port::CONTROLLER, max_len: 0xffff }])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        5,
+        Match::any(),
+        vec![apply(vec![Action::Output {
+            port: port::CONTROLLER,
+            max_len: 0xffff,
+        }])],
+    );
     w.publish();
     let rec = send(&mut r, 1, &[(1, pkt())]);
-    assert_eq!((rec.pin[0].reason, rec.pin[0].buffer_id, rec.pin[0].data.len()), (PacketInReason::Action, NO_BUFFER, 64));
+    assert_eq!(
+        (
+            rec.pin[0].reason,
+            rec.pin[0].buffer_id,
+            rec.pin[0].data.len()
+        ),
+        (PacketInReason::Action, NO_BUFFER, 64)
+    );
 }
 
 #[test]
 fn flood_and_all_never_return_to_the_ingress_port() {
     let (mut w, mut r) = datapath(4);
-    w.apply(Op::SetPort { port_no: 4, info: PortInfo { live: true, config: PortConfig { no_fwd: true, ..PortConfig::default() }, vlan_mode: None } });
-    add_flow(&mut w, 0, 1, 5, m(&[(Field::InPort, 1)]), vec![apply(vec![out(port::FLOOD)])]);
-    add_flow(&mut w, 0, 2, 5, m(&[(Field::InPort, 2)]), vec![apply(vec![out(port::ALL)])]);
-    add_flow(&mut w, 0, 3, 5, m(&[(Field::InPort, 3)]), vec![apply(vec![out(3), out(port::IN_PORT)])]);
+    w.apply(Op::SetPort {
+        port_no: 4,
+        info: PortInfo {
+            live: true,
+            config: PortConfig {
+                no_fwd: true,
+                ..PortConfig::default()
+            },
+            vlan_mode: None,
+        },
+    });
+    add_flow(
+        &mut w,
+        0,
+        1,
+        5,
+        m(&[(Field::InPort, 1)]),
+        vec![apply(vec![out(port::FLOOD)])],
+    );
+    add_flow(
+        &mut w,
+        0,
+        2,
+        5,
+        m(&[(Field::InPort, 2)]),
+        vec![apply(vec![out(port::ALL)])],
+    );
+    add_flow(
+        &mut w,
+        0,
+        3,
+        5,
+        m(&[(Field::InPort, 3)]),
+        vec![apply(vec![out(3), out(port::IN_PORT)])],
+    );
     w.publish();
     assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![2, 3]);
     assert_eq!(send(&mut r, 1, &[(2, pkt())]).ports(), vec![1, 3]);
-    assert_eq!(send(&mut r, 1, &[(3, pkt())]).ports(), vec![3], "explicit out to in_port is dropped, IN_PORT is not");
+    assert_eq!(
+        send(&mut r, 1, &[(3, pkt())]).ports(),
+        vec![3],
+        "explicit out to in_port is dropped, IN_PORT is not"
+    );
 }
 
 #[test]
 fn ttl_expiry_goes_to_the_controller_only_when_configured() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![Action::DecNwTtl, out(2)])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        5,
+        Match::any(),
+        vec![apply(vec![Action::DecNwTtl, out(2)])],
+    );
     w.publish();
     let expiring = udp4(SRC, DST, 1, 2, 1, 64);
     let rec = send(&mut r, 1, &[(1, expiring.clone())]);
     assert!(rec.out.is_empty() && rec.pin.is_empty());
-    w.apply(Op::SetSwitchConfig { miss_send_len: 128, invalid_ttl_to_controller: true, frag: Default::default() });
+    w.apply(Op::SetSwitchConfig {
+        miss_send_len: 128,
+        invalid_ttl_to_controller: true,
+        frag: Default::default(),
+    });
     w.publish();
     let rec = send(&mut r, 1, &[(1, expiring), (1, pkt())]);
     assert_eq!(rec.pin.len(), 1);
@@ -161,7 +349,14 @@ fn ttl_expiry_goes_to_the_controller_only_when_configured() {
 #[test]
 fn packet_out_outputs_and_table_runs_the_pipeline() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 5, m(&[(Field::InPort, 2)]), vec![apply(vec![out(3)])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        5,
+        m(&[(Field::InPort, 2)]),
+        vec![apply(vec![out(3)])],
+    );
     w.publish();
     let mut rec = Recorder::default();
     r.packet_out(1, port::CONTROLLER, &[out(1), out(4)], &pkt(), &mut rec);
@@ -176,7 +371,11 @@ fn counters_count_flows_tables_and_ports() {
     let (mut w, mut r) = datapath(4);
     let c = add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![out(2)])]);
     w.publish();
-    send(&mut r, 77, &[(1, pkt()), (1, pkt()), (3, udp4(SRC, DST, 1, 2, 64, 100))]);
+    send(
+        &mut r,
+        77,
+        &[(1, pkt()), (1, pkt()), (3, udp4(SRC, DST, 1, 2, 64, 100))],
+    );
     assert_eq!((c.packets(), c.bytes(), c.last_hit_ns()), (3, 228, 77));
     let t = r.shared().table_counters(0).unwrap();
     assert_eq!((t.lookups(), t.matches()), (3, 3));
@@ -192,10 +391,17 @@ fn ops_are_invisible_until_publish() {
     assert!(send(&mut r, 1, &[(1, pkt())]).out.is_empty());
     w.publish();
     assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![2]);
-    w.apply(Op::ReplaceInstructions { table: 0, id: FlowId(1), instructions: vec![apply(vec![out(3)])].into() });
+    w.apply(Op::ReplaceInstructions {
+        table: 0,
+        id: FlowId(1),
+        instructions: vec![apply(vec![out(3)])].into(),
+    });
     w.publish();
     assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![3]);
-    w.apply(Op::RemoveFlow { table: 0, id: FlowId(1) });
+    w.apply(Op::RemoveFlow {
+        table: 0,
+        id: FlowId(1),
+    });
     w.publish();
     assert!(send(&mut r, 1, &[(1, pkt())]).out.is_empty());
 }
@@ -203,19 +409,26 @@ fn ops_are_invisible_until_publish() {
 #[test]
 fn push_pop_mpls_and_pbb_round_trip() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 5, m(&[(Field::InPort, 1)]), vec![apply(vec![
-        Action::PushMpls(0x8847),
-        Action::SetField(Field::MplsLabel, FieldValue::from(777u32)),
-        Action::CopyTtlOut,
-        Action::DecMplsTtl,
-        out(2),
-        Action::PopMpls(0x0800),
-        Action::PushPbb(0x88e7),
-        Action::SetField(Field::PbbIsid, FieldValue::from(0xabcdefu32)),
-        out(3),
-        Action::PopPbb,
-        out(4),
-    ])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        5,
+        m(&[(Field::InPort, 1)]),
+        vec![apply(vec![
+            Action::PushMpls(0x8847),
+            Action::SetField(Field::MplsLabel, FieldValue::from(777u32)),
+            Action::CopyTtlOut,
+            Action::DecMplsTtl,
+            out(2),
+            Action::PopMpls(0x0800),
+            Action::PushPbb(0x88e7),
+            Action::SetField(Field::PbbIsid, FieldValue::from(0xabcdefu32)),
+            out(3),
+            Action::PopPbb,
+            out(4),
+        ])],
+    );
     w.publish();
     let rec = send(&mut r, 1, &[(1, pkt())]);
     assert_eq!(rec.ports(), vec![2, 3, 4]);
@@ -224,7 +437,10 @@ fn push_pop_mpls_and_pbb_round_trip() {
     let lse = u32::from_be_bytes(mpls[14..18].try_into().unwrap());
     assert_eq!((lse >> 12, (lse >> 8) & 1, lse & 0xff), (777, 1, 63));
     let pbb = &rec.out[1].1;
-    assert_eq!((&pbb[12..14], &pbb[15..18]), (&[0x88, 0xe7][..], &[0xab, 0xcd, 0xef][..]));
+    assert_eq!(
+        (&pbb[12..14], &pbb[15..18]),
+        (&[0x88, 0xe7][..], &[0xab, 0xcd, 0xef][..])
+    );
     assert_eq!(&pbb[18..], &pkt()[..]);
     assert_eq!(rec.out[2].1, pkt());
 }
@@ -232,7 +448,14 @@ fn push_pop_mpls_and_pbb_round_trip() {
 #[test]
 fn set_queue_reaches_the_sink() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![Action::SetQueue(3), out(2)])]);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        5,
+        Match::any(),
+        vec![apply(vec![Action::SetQueue(3), out(2)])],
+    );
     w.publish();
     let rec = send(&mut r, 1, &[(1, pkt())]);
     assert_eq!(rec.queued, vec![(2, 3)]);
@@ -242,7 +465,18 @@ fn set_queue_reaches_the_sink() {
 fn malformed_packets_are_counted_and_dropped() {
     let (mut w, mut r) = datapath(4);
     add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![out(2)])]);
-    add_flow(&mut w, 0, 2, 6, m(&[(Field::EthType, 0x0800), (Field::IpProto, 17), (Field::UdpDst, 1)]), vec![apply(vec![out(3)])]);
+    add_flow(
+        &mut w,
+        0,
+        2,
+        6,
+        m(&[
+            (Field::EthType, 0x0800),
+            (Field::IpProto, 17),
+            (Field::UdpDst, 1),
+        ]),
+        vec![apply(vec![out(3)])],
+    );
     w.publish();
     let mut bad = pkt();
     bad.truncate(20);

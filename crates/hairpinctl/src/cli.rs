@@ -90,3 +90,44 @@ pub enum Command {
     /// Send a barrier and wait for its reply.
     Barrier,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn global_options_go_before_or_after_the_command() {
+        let cli = Cli::try_parse_from([
+            "hairpinctl",
+            "--target",
+            "tcp:127.0.0.1:6653",
+            "del-flows",
+            "--strict",
+            "table=1,priority=5",
+        ])
+        .unwrap();
+        assert_eq!(cli.target, Target::Tcp("127.0.0.1:6653".into()));
+        assert!(cli.strict);
+        assert!(
+            matches!(&cli.command, Command::DelFlows { flow } if flow == &["table=1,priority=5"])
+        );
+        let cli =
+            Cli::try_parse_from(["hairpinctl", "--strict", "mod-flows", "a=1", "actions=drop"])
+                .unwrap();
+        assert!(cli.strict);
+        assert!(matches!(&cli.command, Command::ModFlows { flow } if flow.len() == 2));
+    }
+
+    #[test]
+    fn bad_targets_and_missing_arguments_are_refused() {
+        assert!(Cli::try_parse_from(["hairpinctl", "--target", "ssl:x", "show"]).is_err());
+        assert!(Cli::try_parse_from(["hairpinctl", "add-flow"]).is_err());
+        assert!(Cli::try_parse_from(["hairpinctl", "frobnicate"]).is_err());
+    }
+}

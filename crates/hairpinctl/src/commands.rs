@@ -35,7 +35,9 @@ fn write_out(out: &mut dyn Write, text: &str) -> Result<(), CtlError> {
 }
 
 fn unexpected(what: &str) -> CtlError {
-    CtlError::Protocol(format!("the switch answered with something other than {what}"))
+    CtlError::Protocol(format!(
+        "the switch answered with something other than {what}"
+    ))
 }
 
 /// Runs `command` on an open connection.
@@ -103,7 +105,10 @@ pub fn execute(
         }
         Command::AddFlow { flow } => {
             let spec = parse_flow(&flow.join(" "), FlowUse::Add)?;
-            apply_one(conn, Message::FlowMod(spec.to_flow_mod(FlowModCommand::Add)))
+            apply_one(
+                conn,
+                Message::FlowMod(spec.to_flow_mod(FlowModCommand::Add)),
+            )
         }
         Command::AddFlows { file } => add_flows(conn, file),
         Command::ModFlows { flow } => {
@@ -185,7 +190,11 @@ fn dump_flows(conn: &mut Connection, filter: &str, out: &mut dyn Write) -> Resul
     Ok(())
 }
 
-fn dump_ports(conn: &mut Connection, port: Option<&str>, out: &mut dyn Write) -> Result<(), CtlError> {
+fn dump_ports(
+    conn: &mut Connection,
+    port: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<(), CtlError> {
     let port_no = match port {
         Some(text) => parse_port(text).map_err(|e| SyntaxError::new(text, e))?,
         None => OFPP_ANY,
@@ -199,7 +208,11 @@ fn dump_ports(conn: &mut Connection, port: Option<&str>, out: &mut dyn Write) ->
         .try_for_each(|p| write_out(out, &output::format_port_stats(p)))
 }
 
-fn dump_groups(conn: &mut Connection, group: Option<&str>, out: &mut dyn Write) -> Result<(), CtlError> {
+fn dump_groups(
+    conn: &mut Connection,
+    group: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<(), CtlError> {
     let wanted = parse_group_selector(group)?;
     let Reply::GroupDesc(groups) = conn.multipart(Request::GroupDesc)? else {
         return Err(unexpected("group descriptions"));

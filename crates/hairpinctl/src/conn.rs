@@ -8,8 +8,8 @@ use std::thread;
 use std::time::Duration;
 
 use ofp::{
-    Header, Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody,
-    OfpError, OFP13_VERSION_BIT, OFPMPF_REPLY_MORE, OFP_HEADER_LEN, OFP_VERSION,
+    Header, Hello, Message, MultipartReplyBody, MultipartRequest, MultipartRequestBody, OfpError,
+    OFP13_VERSION_BIT, OFPMPF_REPLY_MORE, OFP_HEADER_LEN, OFP_VERSION,
 };
 
 use crate::error::CtlError;
@@ -24,6 +24,14 @@ pub struct Connection {
     incoming: Receiver<Frame>,
     next_xid: u32,
     timeout: Duration,
+}
+
+impl Drop for Connection {
+    /// Closes the socket so the reader thread ends and the switch sees the close.
+    fn drop(&mut self) {
+        let _ = self.writer.flush();
+        let _ = self.writer.get_ref().shutdown();
+    }
 }
 
 /// Reads whole OpenFlow frames until the stream ends or the receiver goes away.
@@ -144,14 +152,11 @@ impl Connection {
     /// Decodes a frame, answering an echo request on the spot (then `None`).
     fn accept(&mut self, frame: Frame) -> Result<Option<(Header, Message)>, CtlError> {
         let frame = frame.map_err(|e| match e.kind() {
-            io::ErrorKind::UnexpectedEof => {
-                CtlError::Io("the switch closed the connection".into())
-            }
+            io::ErrorKind::UnexpectedEof => CtlError::Io("the switch closed the connection".into()),
             _ => Connection::io_error(e),
         })?;
-        let (header, msg) = ofp::decode(&frame).map_err(|e| {
-            CtlError::Protocol(format!("undecodable message from the switch: {e}"))
-        })?;
+        let (header, msg) = ofp::decode(&frame)
+            .map_err(|e| CtlError::Protocol(format!("undecodable message from the switch: {e}")))?;
         if let Message::EchoRequest(data) = msg {
             self.send_with_xid(header.xid, &Message::EchoReply(data))?;
             self.flush()?;
@@ -198,8 +203,14 @@ impl Connection {
     }
 
     /// Sends a multipart request and returns the whole reply, joined across REPLY_MORE parts.
-    pub fn multipart(&mut self, body: MultipartRequestBody) -> Result<MultipartReplyBody, CtlError> {
-        let xid = self.send(&Message::MultipartRequest(MultipartRequest { flags: 0, body }))?;
+    pub fn multipart(
+        &mut self,
+        body: MultipartRequestBody,
+    ) -> Result<MultipartReplyBody, CtlError> {
+        let xid = self.send(&Message::MultipartRequest(MultipartRequest {
+            flags: 0,
+            body,
+        }))?;
         self.flush()?;
         let mut joined: Option<MultipartReplyBody> = None;
         loop {

@@ -96,7 +96,10 @@ mod tests {
     #[test]
     fn switch_errors_use_spec_names_and_context() {
         let e = CtlError::switch(OfpError::BadMatch(BadMatchCode::BadPrereq));
-        assert_eq!(e.to_string(), "OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ (type=4, code=9)");
+        assert_eq!(
+            e.to_string(),
+            "OFPET_BAD_MATCH/OFPBMC_BAD_PREREQ (type=4, code=9)"
+        );
         let e = CtlError::Switch {
             error: OfpError::FlowModFailed(FlowModFailedCode::TableFull),
             context: Some("flows.txt:3".into()),
@@ -122,6 +125,9 @@ mod tests {
             error: SyntaxError::new("frob", "unknown action"),
             context: Some("f:2".into()),
         };
-        assert_eq!(e.to_string(), "syntax error at `frob`: unknown action [f:2]");
+        assert_eq!(
+            e.to_string(),
+            "syntax error at `frob`: unknown action [f:2]"
+        );
     }
 }

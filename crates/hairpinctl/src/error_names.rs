@@ -56,7 +56,10 @@ pub fn describe_error(error: &OfpError) -> String {
         OfpError::Unknown { .. } => "unknown error".to_string(),
         known => {
             let (type_name, prefix) = type_names(known);
-            format!("{type_name}/{prefix}{}", screaming_snake(&code_variant(known)))
+            format!(
+                "{type_name}/{prefix}{}",
+                screaming_snake(&code_variant(known))
+            )
         }
     };
     format!("{name} (type={t}, code={c})")
@@ -123,29 +126,78 @@ mod tests {
     #[test]
     fn every_code_has_a_name() {
         let mut all: Vec<OfpError> = Vec::new();
-        all.extend(HelloFailedCode::ALL.iter().map(|c| OfpError::HelloFailed(*c)));
+        all.extend(
+            HelloFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::HelloFailed(*c)),
+        );
         all.extend(BadRequestCode::ALL.iter().map(|c| OfpError::BadRequest(*c)));
         all.extend(BadActionCode::ALL.iter().map(|c| OfpError::BadAction(*c)));
-        all.extend(BadInstructionCode::ALL.iter().map(|c| OfpError::BadInstruction(*c)));
+        all.extend(
+            BadInstructionCode::ALL
+                .iter()
+                .map(|c| OfpError::BadInstruction(*c)),
+        );
         all.extend(BadMatchCode::ALL.iter().map(|c| OfpError::BadMatch(*c)));
-        all.extend(FlowModFailedCode::ALL.iter().map(|c| OfpError::FlowModFailed(*c)));
-        all.extend(GroupModFailedCode::ALL.iter().map(|c| OfpError::GroupModFailed(*c)));
-        all.extend(PortModFailedCode::ALL.iter().map(|c| OfpError::PortModFailed(*c)));
-        all.extend(TableModFailedCode::ALL.iter().map(|c| OfpError::TableModFailed(*c)));
-        all.extend(QueueOpFailedCode::ALL.iter().map(|c| OfpError::QueueOpFailed(*c)));
-        all.extend(SwitchConfigFailedCode::ALL.iter().map(|c| OfpError::SwitchConfigFailed(*c)));
-        all.extend(RoleRequestFailedCode::ALL.iter().map(|c| OfpError::RoleRequestFailed(*c)));
-        all.extend(MeterModFailedCode::ALL.iter().map(|c| OfpError::MeterModFailed(*c)));
-        all.extend(TableFeaturesFailedCode::ALL.iter().map(|c| OfpError::TableFeaturesFailed(*c)));
+        all.extend(
+            FlowModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::FlowModFailed(*c)),
+        );
+        all.extend(
+            GroupModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::GroupModFailed(*c)),
+        );
+        all.extend(
+            PortModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::PortModFailed(*c)),
+        );
+        all.extend(
+            TableModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::TableModFailed(*c)),
+        );
+        all.extend(
+            QueueOpFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::QueueOpFailed(*c)),
+        );
+        all.extend(
+            SwitchConfigFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::SwitchConfigFailed(*c)),
+        );
+        all.extend(
+            RoleRequestFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::RoleRequestFailed(*c)),
+        );
+        all.extend(
+            MeterModFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::MeterModFailed(*c)),
+        );
+        all.extend(
+            TableFeaturesFailedCode::ALL
+                .iter()
+                .map(|c| OfpError::TableFeaturesFailed(*c)),
+        );
         assert!(all.len() > 100);
         for error in all {
             let text = describe_error(&error);
             let (name, numbers) = text.split_once(' ').unwrap();
             let (type_name, code_name) = name.split_once('/').unwrap();
             assert!(type_name.starts_with("OFPET_"), "{text}");
-            assert!(code_name.starts_with("OFP") && code_name.contains("C_"), "{text}");
             assert!(
-                code_name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_'),
+                code_name.starts_with("OFP") && code_name.contains("C_"),
+                "{text}"
+            );
+            assert!(
+                code_name
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b == b'_'),
                 "{text}"
             );
             let (t, c) = error.type_code();

@@ -3,8 +3,8 @@
 
 use ofp::{
     AggregateStats, Desc, GroupStats, MeterStats, Port, PortStats, SwitchConfig, SwitchFeatures,
-    TableStats, OFPC_FLOW_STATS, OFPC_GROUP_STATS, OFPC_IP_REASM, OFPC_PORT_BLOCKED,
-    OFPC_PORT_STATS, OFPC_QUEUE_STATS, OFPC_TABLE_STATS, OFPC_FRAG_MASK,
+    TableStats, OFPC_FLOW_STATS, OFPC_FRAG_MASK, OFPC_GROUP_STATS, OFPC_IP_REASM,
+    OFPC_PORT_BLOCKED, OFPC_PORT_STATS, OFPC_QUEUE_STATS, OFPC_TABLE_STATS,
 };
 
 use crate::syntax::value::{format_mac, format_port};
@@ -96,7 +96,10 @@ pub fn format_port_desc(p: &Port) -> String {
         ("peer:      ", p.peer),
     ] {
         if bits != 0 {
-            text.push_str(&format!("     {label} {}\n", bit_names(bits, PORT_FEATURES)));
+            text.push_str(&format!(
+                "     {label} {}\n",
+                bit_names(bits, PORT_FEATURES)
+            ));
         }
     }
     text.push_str(&format!(
@@ -161,7 +164,11 @@ pub fn format_tables(tables: &[TableStats]) -> String {
                 counters(first)
             ));
         } else {
-            text.push_str(&format!("  table {}: {}\n", first.table_id, counters(first)));
+            text.push_str(&format!(
+                "  table {}: {}\n",
+                first.table_id,
+                counters(first)
+            ));
         }
         i += run;
     }

@@ -1,7 +1,7 @@
 //! Connection targets: `unix:PATH` and `tcp:HOST:PORT`, and the byte stream they open.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -71,6 +71,14 @@ impl Stream {
         }
     }
 
+    /// Ends the connection in both directions, waking up a reader blocked on it.
+    pub fn shutdown(&self) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.shutdown(Shutdown::Both),
+            Stream::Tcp(s) => s.shutdown(Shutdown::Both),
+        }
+    }
+
     /// A second handle on the same connection, for a reader thread.
     pub fn try_clone(&self) -> io::Result<Stream> {
         match self {
@@ -119,8 +127,14 @@ mod tests {
             "tcp:127.0.0.1:6653".parse(),
             Ok(Target::Tcp("127.0.0.1:6653".into()))
         );
-        assert_eq!("tcp:[::1]:6653".parse(), Ok(Target::Tcp("[::1]:6653".into())));
-        assert_eq!("/run/x.sock".parse(), Ok(Target::Unix("/run/x.sock".into())));
+        assert_eq!(
+            "tcp:[::1]:6653".parse(),
+            Ok(Target::Tcp("[::1]:6653".into()))
+        );
+        assert_eq!(
+            "/run/x.sock".parse(),
+            Ok(Target::Unix("/run/x.sock".into()))
+        );
         assert!("tcp:127.0.0.1".parse::<Target>().is_err());
         assert!("tcp::6653".parse::<Target>().is_err());
         assert!("unix:".parse::<Target>().is_err());

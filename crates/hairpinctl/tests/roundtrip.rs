@@ -65,7 +65,11 @@ impl Picks {
     fn prefix_mask(&mut self, id: F) -> OxmValue {
         let bits = id.value_len() as u32 * 8;
         let len = self.below(u64::from(bits) + 1) as u32;
-        let ones = if len == 0 { 0 } else { u128::MAX << (128 - len) };
+        let ones = if len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - len)
+        };
         let bytes = ones.to_be_bytes()[..id.value_len()].to_vec();
         OxmValue::from_bytes(id, &bytes).unwrap()
     }
@@ -181,7 +185,11 @@ fn gen_match(p: &mut Picks) -> Match {
                     let nd_type = if p.coin() { 135 } else { 136 };
                     fields.push(exact(OxmValue::Icmpv6Type(nd_type)));
                     maybe(p, &mut fields, F::Ipv6NdTarget);
-                    let link = if nd_type == 135 { F::Ipv6NdSll } else { F::Ipv6NdTll };
+                    let link = if nd_type == 135 {
+                        F::Ipv6NdSll
+                    } else {
+                        F::Ipv6NdTll
+                    };
                     maybe(p, &mut fields, link);
                 } else {
                     maybe(p, &mut fields, a);
@@ -213,7 +221,13 @@ fn sorted(mut fields: Vec<OxmField>) -> Match {
 }
 
 fn gen_port(p: &mut Picks) -> u32 {
-    let reserved = [OFPP_IN_PORT, OFPP_LOCAL, OFPP_CONTROLLER, OFPP_ANY, 0xffff_fffa];
+    let reserved = [
+        OFPP_IN_PORT,
+        OFPP_LOCAL,
+        OFPP_CONTROLLER,
+        OFPP_ANY,
+        0xffff_fffa,
+    ];
     if p.coin() {
         reserved[p.below(reserved.len() as u64) as usize]
     } else {
@@ -329,7 +343,11 @@ fn gen_group(p: &mut Picks) -> GroupDesc {
         .map(|_| Bucket {
             weight: if p.coin() { 0 } else { p.bits(16) as u16 },
             watch_port: if p.coin() { OFPP_ANY } else { gen_port(p) },
-            watch_group: if p.coin() { OFPG_ANY } else { p.bits(32) as u32 },
+            watch_group: if p.coin() {
+                OFPG_ANY
+            } else {
+                p.bits(32) as u32
+            },
             actions: gen_actions(p, 0),
         })
         .collect();
@@ -341,7 +359,11 @@ fn gen_group(p: &mut Picks) -> GroupDesc {
 }
 
 fn gen_meter(p: &mut Picks) -> MeterConfig {
-    let unit = [MeterFlags::KBPS, MeterFlags::PKTPS, MeterFlags::KBPS | MeterFlags::PKTPS];
+    let unit = [
+        MeterFlags::KBPS,
+        MeterFlags::PKTPS,
+        MeterFlags::KBPS | MeterFlags::PKTPS,
+    ];
     let mut flags = unit[p.below(3) as usize];
     if p.coin() {
         flags = flags | MeterFlags::BURST;
@@ -403,6 +425,72 @@ proptest! {
     }
 }
 
+/// Text made of the syntax's own pieces, so that random input gets deep into the parsers.
+fn syntax_soup() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "actions=",
+        "bucket=",
+        "band=",
+        "type=",
+        "meter=",
+        "group_id=",
+        "table=",
+        "priority=",
+        "cookie=",
+        "tcp",
+        "ip",
+        "ipv6",
+        "arp",
+        "dl_vlan=",
+        "tp_src=",
+        "nw_src=",
+        "in_port=",
+        "write_actions(",
+        "insp(",
+        "output(",
+        ")",
+        "(",
+        ",",
+        " ",
+        "=",
+        ":",
+        "/",
+        "->",
+        "0x",
+        "set_field:",
+        "goto_table:",
+        "drop",
+        "0",
+        "1",
+        "255",
+        "65536",
+        "ffff",
+        "::",
+        ".",
+        "10.0.0.1",
+        "00:00:00:00:00:01",
+        "\u{e9}",
+        "weight:",
+        "rate=",
+        "kbps",
+    ]);
+    prop::collection::vec(pieces, 0..24).prop_map(|v| v.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Parsers return errors on bad input; they never panic.
+    #[test]
+    fn parsers_never_panic(text in prop_oneof![syntax_soup(), any::<String>()]) {
+        for use_ in [FlowUse::Add, FlowUse::Modify, FlowUse::Filter] {
+            let _ = parse_flow(&text, use_);
+        }
+        let _ = parse_group(&text);
+        let _ = parse_meter(&text);
+    }
+}
+
 /// The generator covers every OXM field, so the property exercises all of them.
 #[test]
 fn generator_reaches_every_field() {
@@ -413,6 +501,10 @@ fn generator_reaches_every_field() {
             seen.insert(f.value.field_id());
         }
     }
-    let missing: Vec<F> = F::ALL.iter().copied().filter(|id| !seen.contains(id)).collect();
+    let missing: Vec<F> = F::ALL
+        .iter()
+        .copied()
+        .filter(|id| !seen.contains(id))
+        .collect();
     assert!(missing.is_empty(), "never generated: {missing:?}");
 }

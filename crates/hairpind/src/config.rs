@@ -10,6 +10,9 @@ use agent::target::{ControllerTarget, ListenTarget};
 use clap::Parser;
 use serde::Deserialize;
 
+/// Where `hairpinctl` looks by default; the daemon listens there when given no `--listen`.
+pub const DEFAULT_MGMT_SOCKET: &str = "/run/hairpin/hairpind.sock";
+
 /// What the switch does while no controller is connected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -31,7 +34,8 @@ pub struct Cli {
     /// Datapath id, decimal or 0x-prefixed hex.
     #[arg(long, value_name = "ID", value_parser = parse_datapath_id)]
     pub datapath_id: Option<u64>,
-    /// Passive OpenFlow listener: ptcp:PORT[:IP] or punix:PATH (repeatable).
+    /// Passive OpenFlow listener: ptcp:PORT[:IP] or punix:PATH (repeatable; without any,
+    /// punix:/run/hairpin/hairpind.sock).
     #[arg(long = "listen", value_name = "TARGET")]
     pub listen: Vec<ListenTarget>,
     /// Controller to connect to: tcp:IP:PORT or unix:PATH (repeatable).
@@ -111,12 +115,16 @@ impl std::error::Error for ConfigError {}
 
 fn parse_datapath_id(s: &str) -> Result<u64, String> {
     let s = s.trim();
+    // Open vSwitch writes datapath ids as exactly 16 hex digits; accept that form as hex too.
+    let ovs_form = s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit());
     let parsed = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(&hex.replace(':', ""), 16),
-        None if s.contains(':') => u64::from_str_radix(&s.replace(':', ""), 16),
+        None if s.contains(':') || ovs_form => u64::from_str_radix(&s.replace(':', ""), 16),
         None => s.parse::<u64>(),
     };
-    parsed.map_err(|_| format!("`{s}` is not a datapath id (decimal, 0x-hex or aa:bb:..)"))
+    parsed.map_err(|_| {
+        format!("`{s}` is not a datapath id (decimal, 0x-hex, 16 hex digits or aa:bb:..)")
+    })
 }
 
 fn parse_port_binding(s: &str) -> Result<(u32, String), String> {
@@ -213,6 +221,9 @@ impl Settings {
         }
         if let Some(threads) = cli.datapath_threads {
             settings.datapath_threads = threads;
+        }
+        if settings.listen.is_empty() {
+            settings.listen.push(ListenTarget::Unix(PathBuf::from(DEFAULT_MGMT_SOCKET)));
         }
         if settings.datapath_threads == 0 {
             return Err(ConfigError {
@@ -356,6 +367,8 @@ mod tests {
     fn flags_parse_datapath_ids_and_ports() {
         assert_eq!(parse_datapath_id("0x10"), Ok(16));
         assert_eq!(parse_datapath_id("00:00:00:00:00:00:00:11"), Ok(17));
+        assert_eq!(parse_datapath_id("00000000000000ab"), Ok(0xab));
+        assert_eq!(parse_datapath_id("171"), Ok(171));
         assert!(parse_port_binding("0=eth0").is_err());
         assert!(parse_port_binding("3").is_err());
         assert_eq!(parse_port_binding("3=eth0"), Ok((3, "eth0".into())));

@@ -226,6 +226,18 @@ fn link_down_drops_queued_frames_and_sends_nothing_stale() {
     for kind in KINDS {
         let (_ns, mut a, mut b) = pair(kind);
         set_link_up("a0", false).unwrap();
+        assert_ne!(
+            revents(a.fd(), 500) & libc::POLLERR,
+            0,
+            "poll reports the link loss"
+        );
+        let err = a.take_error().unwrap().and_then(|e| e.raw_os_error());
+        assert_eq!(err, Some(libc::ENETDOWN));
+        assert_eq!(
+            revents(a.fd(), 0) & libc::POLLERR,
+            0,
+            "reading the error clears it"
+        );
         for i in 0..10 {
             assert!(a.send(&test_frame(100 + i, 60)));
         }
@@ -247,6 +259,10 @@ fn link_down_drops_queued_frames_and_sends_nothing_stale() {
         let late = b.recv_burst(64, |_| {});
         assert_eq!(got, fresh);
         assert_eq!(late, 0, "no stale frame followed");
+        // The socket receives again on the interface that came back.
+        let back = test_frame(300, 60);
+        send_all(&mut b, std::slice::from_ref(&back), 1);
+        assert_eq!(receive(&mut a, 1), vec![back]);
     }
 }
 
@@ -313,8 +329,8 @@ fn open_errors_name_the_interface() {
     );
 }
 
-/// Waits for the fd to become readable; true if it did within `timeout_ms`.
-fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
+/// Polls the fd for input; returns the events reported within `timeout_ms`.
+fn revents(fd: std::os::fd::RawFd, timeout_ms: i32) -> i16 {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -322,7 +338,16 @@ fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
     };
     // SAFETY: one valid pollfd for the duration of the call.
     let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    rc == 1 && pfd.revents & libc::POLLIN != 0
+    if rc == 1 {
+        pfd.revents
+    } else {
+        0
+    }
+}
+
+/// Waits for the fd to become readable; true if it did within `timeout_ms`.
+fn readable(fd: std::os::fd::RawFd, timeout_ms: i32) -> bool {
+    revents(fd, timeout_ms) & libc::POLLIN != 0
 }
 
 #[test]
@@ -439,5 +464,36 @@ fn tagged_frames_on_the_wire_as_tcpdump_sees_them() {
             assert_eq!(&buf, sent, "the frame on the wire carries its tag");
         }
         std::fs::remove_file(&path).unwrap();
+    }
+}
+
+#[test]
+fn ports_ignore_frames_sent_on_their_own_interface() {
+    if !is_root("ports_ignore_frames_sent_on_their_own_interface") {
+        return;
+    }
+    for kind in KINDS {
+        let (_ns, _a, mut b) = pair(kind);
+        let opts = PortOptions {
+            ring: kind,
+            ..PortOptions::default()
+        };
+        // Through the qdisc layer the kernel shows outgoing frames to every packet
+        // socket on the interface (qdisc bypass skips that step altogether).
+        let queued = PortOptions {
+            qdisc_bypass: false,
+            ..opts.clone()
+        };
+        let mut sender = AfPacketPort::open("a0", &queued).unwrap();
+        // A second port on the sending interface, e.g. another datapath thread.
+        let mut watcher = AfPacketPort::open("a0", &opts).unwrap();
+        let frame = test_frame(5, 60);
+        send_all(&mut sender, std::slice::from_ref(&frame), 1);
+        assert_eq!(receive(&mut b, 1), vec![frame]);
+        std::thread::sleep(Duration::from_millis(10));
+        assert_eq!(
+            watcher.recv_burst(16, |_| {}) + sender.recv_burst(16, |_| {}),
+            0
+        );
     }
 }

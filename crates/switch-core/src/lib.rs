@@ -266,10 +266,10 @@ impl Switch {
                 self.delete_flows(fm, &compiled, now_ns)
             }
         };
-        if let Some(frame) = buffered {
+        if let Some((in_port, frame)) = buffered {
             self.publish();
             self.packet_outs.submit(PacketOutJob {
-                in_port: ofp::OFPP_CONTROLLER,
+                in_port,
                 actions: vec![dataplane::ir::Action::Output {
                     port: ofp::OFPP_TABLE,
                     max_len: 0,
@@ -545,7 +545,8 @@ impl Switch {
         Ok(())
     }
 
-    fn take_buffer(&mut self, buffer_id: u32) -> Result<Vec<u8>, OfpError> {
+    /// The buffered packet's ingress port and bytes.
+    fn take_buffer(&mut self, buffer_id: u32) -> Result<(u32, Vec<u8>), OfpError> {
         self.writer
             .shared()
             .buffers
@@ -575,10 +576,11 @@ impl Switch {
             OfpError::BadAction(ofp::BadActionCode::MatchInconsistent) => Ok(()),
             other => Err(other),
         })?;
+        // A packet-out names its own ingress port, whether or not the packet was buffered.
         let frame = if po.buffer_id == ofp::OFP_NO_BUFFER {
             po.data.clone()
         } else {
-            self.take_buffer(po.buffer_id)?
+            self.take_buffer(po.buffer_id)?.1
         };
         self.publish();
         self.packet_outs.submit(PacketOutJob {

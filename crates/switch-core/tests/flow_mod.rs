@@ -262,3 +262,37 @@ fn timeouts_expire_with_their_reason() {
     assert_eq!(second[0].reason, ofp::OFPRR_HARD_TIMEOUT);
     assert!(flows(&sw).is_empty());
 }
+
+#[test]
+fn flow_mod_releases_its_buffered_packet_from_the_ingress_port() {
+    let (writer, readers) = dataplane::datapath::new(DatapathConfig {
+        n_tables: 8,
+        ..DatapathConfig::default()
+    });
+    let jobs = Collected::default();
+    let mut sw = Switch::new(
+        SwitchSettings {
+            datapath_id: 1,
+            n_tables: 8,
+            n_buffers: 256,
+        },
+        writer,
+        Box::new(jobs.clone()),
+    );
+    let frame = vec![0xab; 60];
+    let buffer_id = readers.shared().buffers.store(&frame, 3, 0).unwrap();
+    let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(3));
+    fm.buffer_id = buffer_id;
+    sw.flow_mod(&fm, 0).unwrap();
+    let released = jobs.0.lock().unwrap();
+    assert_eq!(released.len(), 1);
+    assert_eq!((released[0].in_port, &released[0].frame), (3, &frame));
+    drop(released);
+    // The buffer is spent: a second release names the spec's error and adds nothing.
+    fm.priority = 11;
+    assert_eq!(
+        sw.flow_mod(&fm, 0),
+        Err(OfpError::BadRequest(ofp::BadRequestCode::BufferEmpty))
+    );
+    assert_eq!(flows(&sw).len(), 1);
+}

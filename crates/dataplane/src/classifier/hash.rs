@@ -128,7 +128,12 @@ pub struct IndexEntry {
     tag: u16,
 }
 
-const EMPTY: IndexEntry = IndexEntry { word0: 0, slot: u32::MAX, priority: 0, tag: 0 };
+const EMPTY: IndexEntry = IndexEntry {
+    word0: 0,
+    slot: u32::MAX,
+    priority: 0,
+    tag: 0,
+};
 
 #[inline(always)]
 fn tag(hash: u64) -> u16 {
@@ -146,7 +151,10 @@ pub struct RawIndex {
 
 impl Default for RawIndex {
     fn default() -> Self {
-        RawIndex { entries: vec![EMPTY; 8].into_boxed_slice(), len: 0 }
+        RawIndex {
+            entries: vec![EMPTY; 8].into_boxed_slice(),
+            len: 0,
+        }
     }
 }
 
@@ -174,7 +182,12 @@ impl RawIndex {
 
     /// The entry whose tag and first word match and for which `rest_eq(slot)` holds.
     #[inline(always)]
-    pub fn find(&self, hash: u64, word0: u64, mut rest_eq: impl FnMut(u32) -> bool) -> Option<&IndexEntry> {
+    pub fn find(
+        &self,
+        hash: u64,
+        word0: u64,
+        mut rest_eq: impl FnMut(u32) -> bool,
+    ) -> Option<&IndexEntry> {
         let mask = self.entries.len() - 1;
         let t = tag(hash);
         let mut pos = self.home(hash);
@@ -191,7 +204,14 @@ impl RawIndex {
     }
 
     /// Inserts an entry (the caller ensures no equal key is present).
-    pub fn insert(&mut self, hash: u64, word0: u64, slot: u32, priority: u16, rehash: impl Fn(u32) -> u64) {
+    pub fn insert(
+        &mut self,
+        hash: u64,
+        word0: u64,
+        slot: u32,
+        priority: u16,
+        rehash: impl Fn(u32) -> u64,
+    ) {
         if (self.len + 1) * 2 > self.entries.len() {
             let bigger = vec![EMPTY; self.entries.len() * 2].into_boxed_slice();
             let old = std::mem::replace(&mut self.entries, bigger);
@@ -199,7 +219,15 @@ impl RawIndex {
                 self.place(rehash(e.slot), *e);
             }
         }
-        self.place(hash, IndexEntry { word0, slot, priority, tag: tag(hash) });
+        self.place(
+            hash,
+            IndexEntry {
+                word0,
+                slot,
+                priority,
+                tag: tag(hash),
+            },
+        );
         self.len += 1;
     }
 
@@ -232,7 +260,9 @@ impl RawIndex {
 
     /// Points the entry of (`hash`, `old`) at `new` with priority `priority`.
     pub fn replace(&mut self, hash: u64, old: u32, new: u32, priority: u16) -> bool {
-        let Some(pos) = self.position(hash, old) else { return false };
+        let Some(pos) = self.position(hash, old) else {
+            return false;
+        };
         match self.entries.get_mut(pos) {
             Some(e) => {
                 e.slot = new;
@@ -245,7 +275,9 @@ impl RawIndex {
 
     /// Removes the entry (`hash`, `slot`); returns whether it was present.
     pub fn remove(&mut self, hash: u64, slot: u32, rehash: impl Fn(u32) -> u64) -> bool {
-        let Some(mut hole) = self.position(hash, slot) else { return false };
+        let Some(mut hole) = self.position(hash, slot) else {
+            return false;
+        };
         let mask = self.entries.len() - 1;
         let mut pos = hole;
         loop {
@@ -256,7 +288,11 @@ impl RawIndex {
             }
             // Move `e` into the hole unless its home lies cyclically in (hole, pos].
             let home = self.home(rehash(e.slot));
-            let stays = if hole < pos { hole < home && home <= pos } else { hole < home || home <= pos };
+            let stays = if hole < pos {
+                hole < home && home <= pos
+            } else {
+                hole < home || home <= pos
+            };
             if !stays {
                 if let Some(h) = self.entries.get_mut(hole) {
                     *h = e;
@@ -272,15 +308,20 @@ impl RawIndex {
     }
 }
 
+/// Hints the CPU to load the cache line holding `p`.
 #[inline(always)]
 pub(crate) fn prefetch_read<T>(p: &T) {
+    prefetch_ptr(core::ptr::from_ref(p).cast::<u8>());
+}
+
+/// Hints the CPU to load the cache line at address `p` (any address: a prefetch never faults).
+#[inline(always)]
+pub(crate) fn prefetch_ptr(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults and reads nothing observable.
+    // SAFETY: prefetch is a hint; it never faults, whatever the address, and reads nothing
+    // observable.
     unsafe {
-        core::arch::x86_64::_mm_prefetch(
-            core::ptr::from_ref(p).cast::<i8>(),
-            core::arch::x86_64::_MM_HINT_T0,
-        );
+        core::arch::x86_64::_mm_prefetch(p.cast::<i8>(), core::arch::x86_64::_MM_HINT_T0);
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;

@@ -513,6 +513,11 @@ impl LpmPlan {
 fn head_of<P>(seed: Seed, sub: &Subtable, rules: &[Option<Rule<P>>], key: &Words) -> u32 {
     let h = hash_masked(seed, key, &sub.mask, &sub.words);
     sub.index
-        .find(h, sub.word0(key), |s| rules.get(s as usize).and_then(Option::as_ref).is_some_and(|r| sub.key_eq(key, &r.key)))
+        .find(h, sub.word0(key), |s| {
+            rules
+                .get(s as usize)
+                .and_then(Option::as_ref)
+                .is_some_and(|r| sub.key_eq(key, &r.key))
+        })
         .map_or(NO_RULE, |e| e.slot)
 }

@@ -41,12 +41,14 @@ pub enum Kind {
     TupleSpace,
 }
 
-/// One installed rule.
+/// One installed rule. `repr(C)` with the payload first: a matched packet touches the
+/// payload's first lines only (the key words are compared from the index entry).
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Rule<P> {
+    pub payload: P,
     pub id: u64,
     pub priority: u16,
-    pub payload: P,
     /// Masked key values.
     key: Words,
     subtable: u32,
@@ -141,6 +143,16 @@ impl<P> Classifier<P> {
         self.by_mask.len()
     }
 
+    /// Hints the CPU to load the start of the rule in `slot` (its payload's hot part).
+    #[inline(always)]
+    pub fn prefetch_rule(&self, slot: u32) {
+        if let Some(r) = self.rules.get(slot as usize) {
+            let start = core::ptr::from_ref(r).cast::<u8>();
+            hash::prefetch_ptr(start);
+            hash::prefetch_ptr(start.wrapping_add(64));
+        }
+    }
+
     /// The rule in `slot` (from a lookup).
     #[inline(always)]
     pub fn rule(&self, slot: u32) -> Option<&Rule<P>> {
@@ -195,14 +207,16 @@ impl<P> Classifier<P> {
                 let seed = self.seed;
                 let rules = &self.rules;
                 let (mask, words) = (&sub.mask, &sub.words);
-                let rehash = |s: u32| rule_key(rules, s).map_or(0, |k| hash_masked(seed, k, mask, words));
+                let rehash =
+                    |s: u32| rule_key(rules, s).map_or(0, |k| hash_masked(seed, k, mask, words));
                 let word0 = sub.word0(&key);
                 sub.index.insert(h, word0, slot, priority, rehash);
             }
             Some(head) => {
                 let new_head = chain_insert(&mut self.rules, head, slot);
                 if new_head != head {
-                    sub.index.replace(h, head, new_head, prio_of(&self.rules, new_head));
+                    sub.index
+                        .replace(h, head, new_head, prio_of(&self.rules, new_head));
                 }
             }
         }
@@ -232,10 +246,13 @@ impl<P> Classifier<P> {
                     let seed = self.seed;
                     let rules = &self.rules;
                     let (mask, words) = (&sub.mask, &sub.words);
-                    let rehash = |s: u32| rule_key(rules, s).map_or(0, |k| hash_masked(seed, k, mask, words));
+                    let rehash = |s: u32| {
+                        rule_key(rules, s).map_or(0, |k| hash_masked(seed, k, mask, words))
+                    };
                     sub.index.remove(h, head, rehash);
                 } else {
-                    sub.index.replace(h, head, new_head, prio_of(&self.rules, new_head));
+                    sub.index
+                        .replace(h, head, new_head, prio_of(&self.rules, new_head));
                 }
             }
         }
@@ -387,9 +404,16 @@ impl<P> Classifier<P> {
 
     /// The index entry matching `key` (its priority is the slot's, without loading the rule).
     #[inline(always)]
-    fn find_entry<'s>(&self, sub: &'s Subtable, h: u64, key: &Words) -> Option<&'s hash::IndexEntry> {
+    fn find_entry<'s>(
+        &self,
+        sub: &'s Subtable,
+        h: u64,
+        key: &Words,
+    ) -> Option<&'s hash::IndexEntry> {
         let single = sub.words.len() <= 1;
-        sub.index.find(h, sub.word0(key), |s| single || rule_key(&self.rules, s).is_some_and(|k| sub.rest_eq(key, k)))
+        sub.index.find(h, sub.word0(key), |s| {
+            single || rule_key(&self.rules, s).is_some_and(|k| sub.rest_eq(key, k))
+        })
     }
 
     /// Classifies `n` packets at once: `out[i]` receives the slot for `key(i)` or [`NO_RULE`].
@@ -463,10 +487,14 @@ impl<P> Classifier<P> {
                     let pending = |i: usize| best.get(i).is_some_and(|b| *b < max);
                     let mut hits = std::mem::take(&mut scratch.hits);
                     hits.clear();
-                    plan.lookup_batch(n, &key, &pending, &mut scratch.hashes, |i, slot| hits.push((i as u32, slot)));
+                    plan.lookup_batch(n, &key, &pending, &mut scratch.hashes, |i, slot| {
+                        hits.push((i as u32, slot))
+                    });
                     for &(i, slot) in &hits {
                         let p = self.rule(slot).map_or(0, |r| i32::from(r.priority));
-                        if let (Some(b), Some(o)) = (best.get_mut(i as usize), out.get_mut(i as usize)) {
+                        if let (Some(b), Some(o)) =
+                            (best.get_mut(i as usize), out.get_mut(i as usize))
+                        {
                             if p > *b {
                                 *b = p;
                                 *o = slot;
@@ -482,7 +510,11 @@ impl<P> Classifier<P> {
 
 /// The chain head (highest-priority rule) in `sub` whose masked key equals `key`.
 fn find_head<P>(rules: &[Option<Rule<P>>], sub: &Subtable, h: u64, key: &Words) -> Option<u32> {
-    sub.index.find(h, sub.word0(key), |s| rule_key(rules, s).is_some_and(|k| sub.key_eq(k, key))).map(|e| e.slot)
+    sub.index
+        .find(h, sub.word0(key), |s| {
+            rule_key(rules, s).is_some_and(|k| sub.key_eq(k, key))
+        })
+        .map(|e| e.slot)
 }
 
 #[inline(always)]

@@ -4,7 +4,9 @@
 
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketInReason, PacketSink};
 use dataplane::counters::FlowCounters;
-use dataplane::datapath::{self, DatapathConfig, DatapathReader, DatapathWriter, FlowId, Op, PortInfo};
+use dataplane::datapath::{
+    self, DatapathConfig, DatapathReader, DatapathWriter, FlowId, Op, PortInfo,
+};
 use dataplane::ir::{Action, Instruction};
 use dataplane::key::{Field, FieldValue, Match};
 use std::sync::Arc;
@@ -46,7 +48,11 @@ pub fn udp4(src: u32, dst: u32, sport: u16, dport: u16, ttl: u8, len: usize) -> 
 
 /// Whether the IPv4 header and UDP checksums of an untagged or single-tagged frame are valid.
 pub fn checksums_ok(frame: &[u8]) -> bool {
-    let l3 = if frame[12..14] == [0x81, 0x00] { 18 } else { 14 };
+    let l3 = if frame[12..14] == [0x81, 0x00] {
+        18
+    } else {
+        14
+    };
     let ihl = usize::from(frame[l3] & 0xf) * 4;
     let ip = &frame[l3..l3 + ihl];
     let stored = u16::from_be_bytes([ip[10], ip[11]]);
@@ -112,27 +118,56 @@ impl PacketSink for Recorder {
 pub fn datapath(n_ports: u32) -> (DatapathWriter, DatapathReader) {
     let (mut w, f) = datapath::new(DatapathConfig::default());
     for p in 1..=n_ports {
-        w.apply(Op::SetPort { port_no: p, info: PortInfo { live: true, ..PortInfo::default() } });
+        w.apply(Op::SetPort {
+            port_no: p,
+            info: PortInfo {
+                live: true,
+                ..PortInfo::default()
+            },
+        });
     }
     w.publish();
     let r = f.reader();
     (w, r)
 }
 
-pub fn flow(table: u8, id: u64, priority: u16, m: Match, ins: Vec<Instruction>) -> (Op, Arc<FlowCounters>) {
+pub fn flow(
+    table: u8,
+    id: u64,
+    priority: u16,
+    m: Match,
+    ins: Vec<Instruction>,
+) -> (Op, Arc<FlowCounters>) {
     let counters = FlowCounters::new();
-    let op = Op::InsertFlow { table, id: FlowId(id), priority, match_: m, instructions: ins.into(), counters: counters.clone() };
+    let op = Op::InsertFlow {
+        table,
+        id: FlowId(id),
+        priority,
+        match_: m,
+        instructions: ins.into(),
+        counters: counters.clone(),
+    };
     (op, counters)
 }
 
-pub fn add_flow(w: &mut DatapathWriter, table: u8, id: u64, priority: u16, m: Match, ins: Vec<Instruction>) -> Arc<FlowCounters> {
+pub fn add_flow(
+    w: &mut DatapathWriter,
+    table: u8,
+    id: u64,
+    priority: u16,
+    m: Match,
+    ins: Vec<Instruction>,
+) -> Arc<FlowCounters> {
     let (op, c) = flow(table, id, priority, m, ins);
     w.apply(op);
     c
 }
 
 pub fn out(port: u32) -> Action {
-    Action::Output { port, max_len: 0xffff }
+    Action::Output {
+        port,
+        max_len: 0xffff,
+    }
 }
 
 pub fn apply(actions: Vec<Action>) -> Instruction {

@@ -67,7 +67,11 @@ fn parenthesised<'a>(token: &'a str, name: &str) -> Option<&'a str> {
 /// Parses the text after `actions=` into instructions.
 pub fn parse_instructions(text: &str) -> Result<Vec<Instruction>, SyntaxError> {
     let tokens = split_top_level(text);
-    if tokens.len() == 1 && tokens.first().is_some_and(|t| t.eq_ignore_ascii_case("drop")) {
+    if tokens.len() == 1
+        && tokens
+            .first()
+            .is_some_and(|t| t.eq_ignore_ascii_case("drop"))
+    {
         return Ok(Vec::new());
     }
     let mut g = Gathered::default();
@@ -112,14 +116,21 @@ fn parse_insp(token: &str, inner: &str) -> Result<InspInstruction, SyntaxError> 
         .strip_prefix("pkttmp_id=")
         .ok_or_else(|| SyntaxError::new(token, "needs pkttmp_id=N first"))?;
     let pkttmp_id = parse_int(id_text).map_err(|e| SyntaxError::new(token, e))?;
-    let actions = rest.iter().map(|t| parse_action(t)).collect::<Result<_, _>>()?;
+    let actions = rest
+        .iter()
+        .map(|t| parse_action(t))
+        .collect::<Result<_, _>>()?;
     Ok(InspInstruction { pkttmp_id, actions })
 }
 
 /// Parses a plain action list (no instructions), as in `write_actions(...)` and buckets.
 pub fn parse_actions(text: &str) -> Result<Vec<Action>, SyntaxError> {
     let tokens = split_top_level(text);
-    if tokens.len() == 1 && tokens.first().is_some_and(|t| t.eq_ignore_ascii_case("drop")) {
+    if tokens.len() == 1
+        && tokens
+            .first()
+            .is_some_and(|t| t.eq_ignore_ascii_case("drop"))
+    {
         return Ok(Vec::new());
     }
     tokens.into_iter().map(parse_action).collect()
@@ -365,18 +376,33 @@ mod tests {
                 "mod_dl_dst:00:00:00:00:00:02",
                 Action::SetField(OxmValue::EthDst([0, 0, 0, 0, 0, 2])),
             ),
-            ("mod_vlan_vid:10", Action::SetField(OxmValue::VlanVid(0x100a))),
+            (
+                "mod_vlan_vid:10",
+                Action::SetField(OxmValue::VlanVid(0x100a)),
+            ),
             ("mod_vlan_pcp:3", Action::SetField(OxmValue::VlanPcp(3))),
-            ("mod_nw_src:10.0.0.1", Action::SetField(OxmValue::Ipv4Src(0x0a00_0001))),
-            ("mod_nw_dst:10.0.0.2", Action::SetField(OxmValue::Ipv4Dst(0x0a00_0002))),
-            ("set_field:4196->vlan_vid", Action::SetField(OxmValue::VlanVid(4196))),
+            (
+                "mod_nw_src:10.0.0.1",
+                Action::SetField(OxmValue::Ipv4Src(0x0a00_0001)),
+            ),
+            (
+                "mod_nw_dst:10.0.0.2",
+                Action::SetField(OxmValue::Ipv4Dst(0x0a00_0002)),
+            ),
+            (
+                "set_field:4196->vlan_vid",
+                Action::SetField(OxmValue::VlanVid(4196)),
+            ),
             (
                 "set_field:fe80::1->ipv6_dst",
                 Action::SetField(OxmValue::Ipv6Dst([
                     0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
                 ])),
             ),
-            ("set_field:80->tcp_dst", Action::SetField(OxmValue::TcpDst(80))),
+            (
+                "set_field:80->tcp_dst",
+                Action::SetField(OxmValue::TcpDst(80)),
+            ),
         ];
         for (text, action) in cases {
             assert_eq!(parse_action(text), Ok(action.clone()), "{text}");
@@ -436,7 +462,10 @@ mod tests {
         let empty_write = parse_instructions("write_actions()").unwrap();
         assert_eq!(empty_write, vec![Instruction::WriteActions(vec![])]);
         assert_eq!(format_instructions(&empty_write), "write_actions()");
-        assert_eq!(parse_instructions("output:1,drop").unwrap_err().token, "drop");
+        assert_eq!(
+            parse_instructions("output:1,drop").unwrap_err().token,
+            "drop"
+        );
     }
 
     #[test]
@@ -474,7 +503,10 @@ mod tests {
             ("meter:1,meter:1", "meter:1"),
             ("clear_actions,clear_actions", "clear_actions"),
             ("set_field:1->nosuch", "set_field:1->nosuch"),
-            ("set_field:10.0.0.0/8->nw_src", "set_field:10.0.0.0/8->nw_src"),
+            (
+                "set_field:10.0.0.0/8->nw_src",
+                "set_field:10.0.0.0/8->nw_src",
+            ),
             ("set_field:8->vlan_pcp", "set_field:8->vlan_pcp"),
             ("mod_vlan_vid:5000", "mod_vlan_vid:5000"),
             ("goto_table:300", "goto_table:300"),

@@ -162,7 +162,10 @@ pub fn parse_field(id: F, text: &str) -> Result<OxmField, String> {
     if mask == full_mask(id) {
         return Ok(OxmField::exact(to_value(id, &value)?));
     }
-    Ok(OxmField::masked(to_value(id, &value)?, to_value(id, &mask)?))
+    Ok(OxmField::masked(
+        to_value(id, &value)?,
+        to_value(id, &mask)?,
+    ))
 }
 
 fn format_bytes(id: F, format: Format, bytes: &[u8]) -> String {
@@ -236,7 +239,11 @@ mod tests {
             (F::InPort, "3", OxmValue::InPort(3)),
             (F::EthType, "0x0806", OxmValue::EthType(0x806)),
             (F::IpProto, "17", OxmValue::IpProto(17)),
-            (F::EthSrc, "00:00:00:00:00:0a", OxmValue::EthSrc([0, 0, 0, 0, 0, 10])),
+            (
+                F::EthSrc,
+                "00:00:00:00:00:0a",
+                OxmValue::EthSrc([0, 0, 0, 0, 0, 10]),
+            ),
             (F::Ipv4Src, "10.1.2.3", OxmValue::Ipv4Src(0x0a01_0203)),
             (F::Metadata, "0xfeed", OxmValue::Metadata(0xfeed)),
             (F::PbbIsid, "16777215", OxmValue::PbbIsid(0xff_ffff)),
@@ -247,7 +254,10 @@ mod tests {
         let v6 = parse_value(F::Ipv6Dst, "2001:db8::1").unwrap();
         assert_eq!(format_value(&v6), "2001:db8::1");
         assert_eq!(format_value(&OxmValue::EthType(0x800)), "0x0800");
-        assert_eq!(format_value(&OxmValue::InPort(ofp::OFPP_CONTROLLER)), "CONTROLLER");
+        assert_eq!(
+            format_value(&OxmValue::InPort(ofp::OFPP_CONTROLLER)),
+            "CONTROLLER"
+        );
     }
 
     #[test]
@@ -265,7 +275,10 @@ mod tests {
         let f = parse_field(F::Ipv4Src, "10.0.0.77/24").unwrap();
         assert_eq!(
             f,
-            OxmField::masked(OxmValue::Ipv4Src(0x0a00_0000), OxmValue::Ipv4Src(0xffff_ff00))
+            OxmField::masked(
+                OxmValue::Ipv4Src(0x0a00_0000),
+                OxmValue::Ipv4Src(0xffff_ff00)
+            )
         );
         assert_eq!(format_field(&f), "10.0.0.0/24");
         let f = parse_field(F::Ipv4Dst, "10.0.0.1/255.0.255.0").unwrap();
@@ -298,7 +311,9 @@ mod tests {
 
     #[test]
     fn bad_masks_are_rejected() {
-        assert!(parse_field(F::InPort, "1/1").unwrap_err().contains("cannot be masked"));
+        assert!(parse_field(F::InPort, "1/1")
+            .unwrap_err()
+            .contains("cannot be masked"));
         assert!(parse_field(F::Ipv4Src, "1.2.3.4/33").is_err());
         assert!(parse_field(F::Ipv4Src, "1.2.3.4/").is_err());
         assert!(parse_field(F::EthSrc, "00:00:00:00:00:01/ff").is_err());

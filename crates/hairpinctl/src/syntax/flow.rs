@@ -58,7 +58,11 @@ impl FlowSpec {
     /// An empty flow with the defaults of `use_`.
     pub fn defaults(use_: FlowUse) -> Self {
         FlowSpec {
-            table_id: if use_ == FlowUse::Filter { OFPTT_ALL } else { 0 },
+            table_id: if use_ == FlowUse::Filter {
+                OFPTT_ALL
+            } else {
+                0
+            },
             priority: DEFAULT_PRIORITY,
             cookie: 0,
             cookie_mask: 0,
@@ -143,7 +147,10 @@ pub fn parse_flow(text: &str, use_: FlowUse) -> Result<FlowSpec, SyntaxError> {
     match instructions {
         Some(instructions) => spec.instructions = instructions,
         None if use_ != FlowUse::Filter => {
-            return Err(SyntaxError::new(text, "needs actions=... (use actions=drop to drop)"))
+            return Err(SyntaxError::new(
+                text,
+                "needs actions=... (use actions=drop to drop)",
+            ))
         }
         None => {}
     }
@@ -152,7 +159,11 @@ pub fn parse_flow(text: &str, use_: FlowUse) -> Result<FlowSpec, SyntaxError> {
 
 /// Applies a flow-level keyword (`table=`, `priority=`, flags, ...); `Ok(false)` if `token`
 /// is not one.
-fn parse_flow_keyword(spec: &mut FlowSpec, token: &str, use_: FlowUse) -> Result<bool, SyntaxError> {
+fn parse_flow_keyword(
+    spec: &mut FlowSpec,
+    token: &str,
+    use_: FlowUse,
+) -> Result<bool, SyntaxError> {
     let bad = |reason: String| SyntaxError::new(token, reason);
     if let Some((_, flag)) = FLAG_NAMES.iter().find(|(name, _)| *name == token) {
         spec.flags = spec.flags | *flag;
@@ -170,7 +181,9 @@ fn parse_flow_keyword(spec: &mut FlowSpec, token: &str, use_: FlowUse) -> Result
         "cookie" => {
             let (cookie, mask) = match value.split_once('/') {
                 Some(_) if use_ == FlowUse::Add => {
-                    return Err(bad("a cookie mask only selects flows; add-flow takes none".into()))
+                    return Err(bad(
+                        "a cookie mask only selects flows; add-flow takes none".into()
+                    ))
                 }
                 Some((v, m)) => (parse_u64(v).map_err(bad)?, parse_u64(m).map_err(bad)?),
                 None if use_ == FlowUse::Filter => (parse_u64(value).map_err(bad)?, u64::MAX),
@@ -371,13 +384,25 @@ mod tests {
     fn errors_name_the_token() {
         let cases = [
             ("in_port=1", FlowUse::Add, "in_port=1"),
-            ("priority=70000,actions=drop", FlowUse::Add, "priority=70000"),
+            (
+                "priority=70000,actions=drop",
+                FlowUse::Add,
+                "priority=70000",
+            ),
             ("table=x,actions=drop", FlowUse::Add, "table=x"),
             ("cookie=1/1,actions=drop", FlowUse::Add, "cookie=1/1"),
             ("out_port=1,actions=drop", FlowUse::Add, "out_port=1"),
-            ("in_port=1,actions=output:1", FlowUse::Filter, "actions=output:1"),
+            (
+                "in_port=1,actions=output:1",
+                FlowUse::Filter,
+                "actions=output:1",
+            ),
             ("wibble,actions=drop", FlowUse::Add, "wibble"),
-            ("ip,nw_src=300.0.0.1,actions=drop", FlowUse::Add, "nw_src=300.0.0.1"),
+            (
+                "ip,nw_src=300.0.0.1,actions=drop",
+                FlowUse::Add,
+                "nw_src=300.0.0.1",
+            ),
             ("actions=output:1,bogus:3", FlowUse::Add, "bogus:3"),
         ];
         for (text, use_, token) in cases {

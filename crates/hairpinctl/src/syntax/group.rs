@@ -128,7 +128,10 @@ pub fn parse_group_selector(text: Option<&str>) -> Result<u32, SyntaxError> {
     match text.split_once('=') {
         Some(("group_id", "all")) => Ok(OFPG_ALL),
         Some(("group_id", v)) => parse_int(v).map_err(|e| SyntaxError::new(text, e)),
-        _ => Err(SyntaxError::new(text, "expected group_id=N or group_id=all")),
+        _ => Err(SyntaxError::new(
+            text,
+            "expected group_id=N or group_id=all",
+        )),
     }
 }
 
@@ -203,7 +206,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ff.group_type, GroupType::FastFailover);
-        assert_eq!((ff.buckets[1].watch_port, ff.buckets[1].watch_group), (2, 9));
+        assert_eq!(
+            (ff.buckets[1].watch_port, ff.buckets[1].watch_group),
+            (2, 9)
+        );
         assert_eq!(parse_group(&format_group(&ff)), Ok(ff));
     }
 

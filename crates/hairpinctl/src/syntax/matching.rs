@@ -287,7 +287,10 @@ mod tests {
         assert_eq!(format_match(&none), ["dl_vlan=0xffff"]);
         let any = parse_match("vlan_vid=0x1000/0x1000").unwrap();
         assert_eq!(format_match(&any), ["vlan_vid=0x1000/0x1000"]);
-        assert_eq!(parse_match("dl_vlan=4096").unwrap_err().token, "dl_vlan=4096");
+        assert_eq!(
+            parse_match("dl_vlan=4096").unwrap_err().token,
+            "dl_vlan=4096"
+        );
     }
 
     #[test]
@@ -322,7 +325,10 @@ mod tests {
     #[test]
     fn unknown_fields_and_bad_values_name_the_token() {
         assert_eq!(parse_match("ip,bogus=1").unwrap_err().token, "bogus=1");
-        assert_eq!(parse_match("ip,nw_src=1.2.3").unwrap_err().token, "nw_src=1.2.3");
+        assert_eq!(
+            parse_match("ip,nw_src=1.2.3").unwrap_err().token,
+            "nw_src=1.2.3"
+        );
         assert_eq!(parse_match("frobnicate").unwrap_err().token, "frobnicate");
     }
 

@@ -62,7 +62,9 @@ impl BandText {
         let burst_size = self.burst_size;
         match (self.kind.as_deref(), self.prec_level) {
             (Some("drop"), None) => Ok(MeterBand::Drop { rate, burst_size }),
-            (Some("drop"), Some(_)) => Err(SyntaxError::new(token, "drop bands take no prec_level")),
+            (Some("drop"), Some(_)) => {
+                Err(SyntaxError::new(token, "drop bands take no prec_level"))
+            }
             (Some("dscp_remark"), prec_level) => Ok(MeterBand::DscpRemark {
                 rate,
                 burst_size,
@@ -222,7 +224,10 @@ mod tests {
             ("meter=1,fast", "fast"),
             ("meter=1,band=type=drop", "band=type=drop"),
             ("meter=1,band=type=slow,rate=1", "band=type=slow"),
-            ("meter=1,band=type=drop,rate=1,prec_level=1", "band=type=drop"),
+            (
+                "meter=1,band=type=drop,rate=1,prec_level=1",
+                "band=type=drop",
+            ),
             ("meter=1,band=type=drop,rate=1,colour=red", "colour=red"),
             ("meter=1,band=type=drop,rate=-1", "rate=-1"),
         ];

@@ -9,10 +9,7 @@ use ofp::{
 
 /// Parses a decimal or `0x` hexadecimal unsigned integer.
 pub fn parse_u64(text: &str) -> Result<u64, String> {
-    let parsed = match text
-        .strip_prefix("0x")
-        .or_else(|| text.strip_prefix("0X"))
-    {
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => text.parse::<u64>(),
     };
@@ -117,7 +114,10 @@ pub fn format_port(port: u32) -> String {
 /// Big-endian bytes of `v`, keeping the low `len` bytes.
 pub fn int_to_bytes(v: u64, len: usize) -> Vec<u8> {
     let bytes = v.to_be_bytes();
-    bytes.get(8usize.saturating_sub(len)..).unwrap_or(&bytes).to_vec()
+    bytes
+        .get(8usize.saturating_sub(len)..)
+        .unwrap_or(&bytes)
+        .to_vec()
 }
 
 /// The big-endian integer in `bytes` (at most 8 of them).
@@ -142,9 +142,20 @@ mod tests {
 
     #[test]
     fn macs() {
-        assert_eq!(parse_mac("00:1a:2B:3c:4d:ff"), Ok([0, 0x1a, 0x2b, 0x3c, 0x4d, 0xff]));
-        assert_eq!(format_mac(&[0, 0x1a, 0x2b, 0x3c, 0x4d, 0xff]), "00:1a:2b:3c:4d:ff");
-        for bad in ["00:11:22:33:44", "00:11:22:33:44:55:66", "001:1:2:3:4:5", "zz:0:0:0:0:0"] {
+        assert_eq!(
+            parse_mac("00:1a:2B:3c:4d:ff"),
+            Ok([0, 0x1a, 0x2b, 0x3c, 0x4d, 0xff])
+        );
+        assert_eq!(
+            format_mac(&[0, 0x1a, 0x2b, 0x3c, 0x4d, 0xff]),
+            "00:1a:2b:3c:4d:ff"
+        );
+        for bad in [
+            "00:11:22:33:44",
+            "00:11:22:33:44:55:66",
+            "001:1:2:3:4:5",
+            "zz:0:0:0:0:0",
+        ] {
             assert!(parse_mac(bad).is_err(), "{bad}");
         }
     }

@@ -253,8 +253,9 @@ impl AfPacketPort {
         }
     }
 
-    /// The socket, for poll/epoll when the port is idle (readable when a block is
-    /// ready).
+    /// The socket, for poll/epoll when the port is idle: readable when frames are
+    /// ready; POLLERR after the link went down, until [`take_error`](Self::take_error)
+    /// reads the error.
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }

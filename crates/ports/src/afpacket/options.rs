@@ -17,21 +17,23 @@ pub enum RingKind {
     Frames,
 }
 
-/// Ring geometry and socket options of an [`AfPacketPort`].
+/// Ring geometry and socket options of an [`AfPacketPort`](crate::AfPacketPort).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PortOptions {
     /// Number of receive blocks.
     pub rx_ring_blocks: u32,
     /// Size of one receive block in bytes (a multiple of the page size).
     pub block_size: u32,
-    /// Size of one transmit slot in bytes (multiple of 16); the largest frame that
-    /// can be sent is 58 bytes less (slot and virtio-net headers), see
-    /// [`AfPacketPort::max_frame_len`].
+    /// Size of one transmit slot in bytes (multiple of 16), and of one receive slot
+    /// with [`RingKind::Frames`]. The largest frame that can be sent is the slot less
+    /// its headers (58 bytes with blocks, 42 with frames), see
+    /// [`AfPacketPort::max_frame_len`](crate::AfPacketPort::max_frame_len).
     pub frame_size: u32,
     /// Number of transmit slots (rounded up to fill whole pages).
     pub tx_frames: u32,
     /// Join this PACKET_FANOUT group (hash mode) to spread one interface over several
-    /// datapath threads, each with its own port.
+    /// datapath threads, each with its own port. Group ids are shared by the whole
+    /// network namespace: use a different one for each interface.
     pub fanout_group: Option<u16>,
     /// Hand frames straight to the driver, skipping the qdisc layer.
     pub qdisc_bypass: bool,

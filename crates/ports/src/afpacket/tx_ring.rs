@@ -146,7 +146,8 @@ impl TxRing {
         // socket buffer instead of pointing at ring pages (which veth must copy again,
         // a page allocation per frame).
         let mut vnet = [0u8; VNET_HDR_LEN];
-        vnet[2..4].copy_from_slice(&(frame.len() as u16).to_ne_bytes());
+        let hdr_len = frame.len().min(usize::from(u16::MAX)) as u16;
+        vnet[2..4].copy_from_slice(&hdr_len.to_ne_bytes());
         // SAFETY: the slot is free (not owned by the kernel), the header fields and
         // `data + VNET_HDR_LEN + frame.len() <= frame_size` bytes lie inside it.
         let layout = self.layout;

@@ -1,0 +1,428 @@
+//! Groups (SELECT stability and weights, FAST_FAILOVER liveness, ALL copies, chaining),
+//! meters, and InSP packet generation through the pipeline.
+
+mod common;
+use common::*;
+use dataplane::counters::GroupCounters;
+use dataplane::datapath::{Bucket, DatapathReader, DatapathWriter, Group, GroupType, Op, PortInfo};
+use dataplane::ir::{port, Action, Instruction, GROUP_ANY};
+use dataplane::key::{Field, FieldValue, Match};
+use dataplane::meter::{flags, Band, BandKind, Meter, MeterConfig};
+use dataplane::template::{CopyOp, PacketTemplate};
+use std::sync::Arc;
+
+fn bucket(weight: u16, watch_port: u32, watch_group: u32, actions: Vec<Action>) -> Bucket {
+    Bucket {
+        weight,
+        watch_port,
+        watch_group,
+        actions,
+    }
+}
+
+fn group(kind: GroupType, buckets: Vec<Bucket>) -> Group {
+    let counters = GroupCounters::new(buckets.len());
+    Group {
+        kind,
+        buckets,
+        counters,
+    }
+}
+
+fn to_group(w: &mut DatapathWriter, id: u32) {
+    add_flow(
+        w,
+        0,
+        1,
+        1,
+        Match::any(),
+        vec![apply(vec![Action::Group(id)])],
+    );
+}
+
+fn flow_pkt(i: u32) -> Vec<u8> {
+    udp4(
+        0x0a00_0000 | i,
+        0x0b00_0001,
+        (i % 50_000) as u16,
+        80,
+        64,
+        64,
+    )
+}
+
+fn port_of(r: &mut DatapathReader, pkt: Vec<u8>) -> Vec<u32> {
+    send(r, 1, &[(1, pkt)]).ports()
+}
+
+#[test]
+fn select_keeps_a_flow_on_one_bucket_and_follows_weights() {
+    let (mut w, mut r) = datapath(4);
+    w.apply(Op::SetGroup {
+        id: 1,
+        group: group(
+            GroupType::Select,
+            vec![
+                bucket(1, port::ANY, GROUP_ANY, vec![out(2)]),
+                bucket(3, port::ANY, GROUP_ANY, vec![out(3)]),
+            ],
+        ),
+    });
+    to_group(&mut w, 1);
+    w.publish();
+    for i in 0..20 {
+        let first = port_of(&mut r, flow_pkt(i));
+        for _ in 0..5 {
+            assert_eq!(
+                port_of(&mut r, flow_pkt(i)),
+                first,
+                "flow {i} changed bucket"
+            );
+        }
+    }
+    let frames: Vec<_> = (0..4000).map(|i| (1, flow_pkt(i))).collect();
+    let mut on3 = 0;
+    for chunk in frames.chunks(200) {
+        on3 += send(&mut r, 1, chunk)
+            .ports()
+            .iter()
+            .filter(|&&p| p == 3)
+            .count();
+    }
+    let share = on3 as f64 / 4000.0;
+    assert!((0.70..0.80).contains(&share), "weight 3 of 4 got {share}");
+}
+
+#[test]
+fn select_skips_dead_buckets() {
+    let (mut w, mut r) = datapath(4);
+    w.apply(Op::SetGroup {
+        id: 1,
+        group: group(
+            GroupType::Select,
+            vec![
+                bucket(1, 2, GROUP_ANY, vec![out(2)]),
+                bucket(1, 3, GROUP_ANY, vec![out(3)]),
+            ],
+        ),
+    });
+    to_group(&mut w, 1);
+    w.apply(Op::SetPort {
+        port_no: 2,
+        info: PortInfo {
+            live: false,
+            ..PortInfo::default()
+        },
+    });
+    w.publish();
+    for i in 0..50 {
+        assert_eq!(port_of(&mut r, flow_pkt(i)), vec![3]);
+    }
+}
+
+#[test]
+fn fast_failover_follows_port_and_group_liveness() {
+    let (mut w, mut r) = datapath(4);
+    w.apply(Op::SetGroup {
+        id: 9,
+        group: group(
+            GroupType::Indirect,
+            vec![bucket(0, 4, GROUP_ANY, vec![out(4)])],
+        ),
+    });
+    w.apply(Op::SetGroup {
+        id: 9,
+        group: group(
+            GroupType::FastFailover,
+            vec![bucket(0, 4, GROUP_ANY, vec![out(4)])],
+        ),
+    });
+    w.apply(Op::SetGroup {
+        id: 1,
+        group: group(
+            GroupType::FastFailover,
+            vec![
+                bucket(0, 2, GROUP_ANY, vec![out(2)]),
+                bucket(0, port::ANY, 9, vec![out(3)]),
+            ],
+        ),
+    });
+    to_group(&mut w, 1);
+    w.publish();
+    assert_eq!(port_of(&mut r, flow_pkt(1)), vec![2]);
+    w.apply(Op::SetPort {
+        port_no: 2,
+        info: PortInfo {
+            live: false,
+            ..PortInfo::default()
+        },
+    });
+    w.publish();
+    assert_eq!(
+        port_of(&mut r, flow_pkt(1)),
+        vec![3],
+        "first bucket's port died"
+    );
+    w.apply(Op::SetPort {
+        port_no: 4,
+        info: PortInfo {
+            live: false,
+            ..PortInfo::default()
+        },
+    });
+    w.publish();
+    assert!(
+        port_of(&mut r, flow_pkt(1)).is_empty(),
+        "watched group 9 has no live bucket"
+    );
+    w.apply(Op::SetPort {
+        port_no: 2,
+        info: PortInfo {
+            live: true,
+            ..PortInfo::default()
+        },
+    });
+    w.publish();
+    assert_eq!(port_of(&mut r, flow_pkt(1)), vec![2]);
+}
+
+#[test]
+fn all_clones_per_bucket_chains_and_counts() {
+    let (mut w, mut r) = datapath(5);
+    w.apply(Op::SetGroup {
+        id: 2,
+        group: group(
+            GroupType::Indirect,
+            vec![bucket(
+                0,
+                port::ANY,
+                GROUP_ANY,
+                vec![
+                    Action::SetField(Field::UdpDst, FieldValue::from(4u16)),
+                    out(4),
+                ],
+            )],
+        ),
+    });
+    let all = group(
+        GroupType::All,
+        vec![
+            bucket(
+                0,
+                port::ANY,
+                GROUP_ANY,
+                vec![
+                    Action::SetField(Field::UdpDst, FieldValue::from(2u16)),
+                    out(2),
+                ],
+            ),
+            bucket(0, port::ANY, GROUP_ANY, vec![out(3)]),
+            bucket(0, port::ANY, GROUP_ANY, vec![Action::Group(2)]),
+        ],
+    );
+    let counters = Arc::clone(&all.counters);
+    w.apply(Op::SetGroup { id: 1, group: all });
+    add_flow(
+        &mut w,
+        0,
+        1,
+        1,
+        Match::any(),
+        vec![apply(vec![Action::Group(1), out(5)])],
+    );
+    w.publish();
+    let rec = send(&mut r, 1, &[(1, pkt80())]);
+    assert_eq!(rec.ports(), vec![2, 3, 4, 5]);
+    let dport = |f: &Vec<u8>| u16::from_be_bytes([f[36], f[37]]);
+    let dports: Vec<u16> = rec.out.iter().map(|(_, f)| dport(f)).collect();
+    assert_eq!(
+        dports,
+        vec![2, 80, 4, 80],
+        "buckets work on copies; the original goes on unchanged"
+    );
+    assert!(rec.out.iter().all(|(_, f)| checksums_ok(f)));
+    assert_eq!(counters.group.packets(), 1);
+    assert!(counters.buckets.iter().all(|b| b.packets() == 1));
+}
+
+fn pkt80() -> Vec<u8> {
+    udp4(0x0a00_0001, 0x0a00_0002, 1000, 80, 64, 64)
+}
+
+#[test]
+fn meter_drop_band_limits_the_rate() {
+    let (mut w, mut r) = datapath(4);
+    let config = MeterConfig {
+        flags: flags::PKTPS | flags::BURST,
+        bands: vec![Band {
+            kind: BandKind::Drop,
+            rate: 1000,
+            burst: 10,
+        }],
+    };
+    w.apply(Op::SetMeter {
+        id: 1,
+        meter: Arc::new(Meter::new(config)),
+    });
+    add_flow(
+        &mut w,
+        0,
+        1,
+        1,
+        Match::any(),
+        vec![Instruction::Meter(1), apply(vec![out(2)])],
+    );
+    w.publish();
+    // 200 packets at one instant: only the burst passes.
+    let burst: Vec<_> = (0..200).map(|_| (1, pkt80())).collect();
+    let passed: usize = burst
+        .chunks(50)
+        .map(|c| send(&mut r, 1_000_000, c).out.len())
+        .sum();
+    assert!((9..=11).contains(&passed), "burst passed {passed}");
+    // One second later at 1000 pkt/s the bucket is full again (burst 10), not 1000.
+    let passed: usize = burst
+        .chunks(50)
+        .map(|c| send(&mut r, 1_001_000_000, c).out.len())
+        .sum();
+    assert!((9..=11).contains(&passed), "after refill passed {passed}");
+    // Spread over time at half the rate, everything passes.
+    let mut ok = 0;
+    for i in 0..100u64 {
+        ok += send(&mut r, 2_000_000_000 + i * 2_000_000, &[(1, pkt80())])
+            .out
+            .len();
+    }
+    assert_eq!(ok, 100);
+}
+
+/// A template answering the trigger: destination MAC = trigger's source MAC.
+fn echo_template() -> PacketTemplate {
+    let mut bytes = udp4(0xc0a8_0001, 0xc0a8_0002, 7, 7, 64, 64);
+    bytes[0..6].fill(0);
+    PacketTemplate::new(
+        bytes,
+        vec![CopyOp {
+            src_offset: 6,
+            dst_offset: 0,
+            len: 6,
+        }],
+        vec![],
+    )
+    .expect("valid template")
+}
+
+#[test]
+fn insp_generates_a_packet_and_the_trigger_continues() {
+    let (mut w, mut r) = datapath(4);
+    w.apply(Op::SetTemplate {
+        id: 5,
+        template: Arc::new(echo_template()),
+    });
+    add_flow(
+        &mut w,
+        0,
+        1,
+        1,
+        Match::any(),
+        vec![
+            Instruction::Insp {
+                template_id: 5,
+                actions: vec![out(port::IN_PORT)],
+            },
+            apply(vec![out(2)]),
+        ],
+    );
+    w.publish();
+    let rec = send(&mut r, 1, &[(3, pkt80())]);
+    // InSP runs after Apply-Actions (it sees the packet as they left it).
+    assert_eq!(rec.ports(), vec![2, 3]);
+    assert_eq!(rec.out[0].1, pkt80());
+    assert_eq!(
+        &rec.out[1].1[0..6],
+        &MAC_A,
+        "trigger's source MAC copied into the new packet"
+    );
+}
+
+#[test]
+fn insp_output_table_reenters_the_pipeline() {
+    let (mut w, mut r) = datapath(4);
+    w.apply(Op::SetTemplate {
+        id: 5,
+        template: Arc::new(echo_template()),
+    });
+    // The generated packet has source 192.168.0.1; the trigger does not.
+    add_flow(
+        &mut w,
+        0,
+        1,
+        10,
+        m(&[(Field::EthType, 0x0800), (Field::Ipv4Src, 0xc0a8_0001)]),
+        vec![apply(vec![out(4)])],
+    );
+    add_flow(
+        &mut w,
+        0,
+        2,
+        1,
+        Match::any(),
+        vec![Instruction::Insp {
+            template_id: 5,
+            actions: vec![out(port::TABLE)],
+        }],
+    );
+    w.publish();
+    let rec = send(&mut r, 1, &[(1, pkt80())]);
+    assert_eq!(rec.ports(), vec![4]);
+}
+
+#[test]
+fn insp_with_a_missing_template_generates_nothing() {
+    let (mut w, mut r) = datapath(4);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        1,
+        Match::any(),
+        vec![
+            Instruction::Insp {
+                template_id: 77,
+                actions: vec![out(3)],
+            },
+            apply(vec![out(2)]),
+        ],
+    );
+    w.publish();
+    assert_eq!(send(&mut r, 1, &[(1, pkt80())]).ports(), vec![2]);
+    assert_eq!(
+        r.shared()
+            .drops
+            .insp_failed
+            .load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
+}
+
+#[test]
+fn normal_floods_unknown_then_forwards_learned_never_to_ingress() {
+    let (mut w, mut r) = datapath(4);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        1,
+        Match::any(),
+        vec![apply(vec![out(port::NORMAL)])],
+    );
+    w.publish();
+    // MAC_A (source of udp4 frames) on port 1 talks to MAC_B: unknown, flooded.
+    assert_eq!(send(&mut r, 1, &[(1, pkt80())]).ports(), vec![2, 3, 4]);
+    // A reply from MAC_B on port 3 goes straight to port 1 where MAC_A was learned.
+    let mut reply = pkt80();
+    reply[0..6].copy_from_slice(&MAC_A);
+    reply[6..12].copy_from_slice(&MAC_B);
+    assert_eq!(send(&mut r, 2, &[(3, reply)]).ports(), vec![1]);
+    assert_eq!(send(&mut r, 3, &[(1, pkt80())]).ports(), vec![3]);
+}
