@@ -24,6 +24,18 @@ pub enum FailMode {
     Standalone,
 }
 
+/// Receive ring of the AF_PACKET ports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum RxRing {
+    /// TPACKET_V2: each frame is handed over at once (lowest latency).
+    #[default]
+    Frames,
+    /// TPACKET_V3: frames are handed over in blocks (least CPU per frame; a frame may wait
+    /// up to 1 ms at low rates).
+    Blocks,
+}
+
 /// `hairpind` command line.
 #[derive(Debug, Parser)]
 #[command(name = "hairpind", version, about = "Hairpin OpenFlow 1.3 switch daemon")]
@@ -50,6 +62,9 @@ pub struct Cli {
     /// Number of datapath threads.
     #[arg(long, value_name = "N")]
     pub datapath_threads: Option<usize>,
+    /// Receive ring kind of the ports.
+    #[arg(long, value_enum)]
+    pub rx_ring: Option<RxRing>,
 }
 
 /// The settings file, field by field as documented in docs/config.md.
@@ -65,6 +80,7 @@ struct FileSettings {
     ports: BTreeMap<String, String>,
     fail_mode: Option<FailMode>,
     datapath_threads: Option<usize>,
+    rx_ring: Option<RxRing>,
 }
 
 /// A datapath id may be written as an integer or as a (hex) string, as operators copy it
@@ -85,6 +101,7 @@ pub struct Settings {
     pub ports: BTreeMap<u32, String>,
     pub fail_mode: FailMode,
     pub datapath_threads: usize,
+    pub rx_ring: RxRing,
 }
 
 /// A settings error that names where it is: the file, line and field, or the flag.
@@ -198,6 +215,7 @@ impl Settings {
             ports: BTreeMap::new(),
             fail_mode: FailMode::Secure,
             datapath_threads: 1,
+            rx_ring: RxRing::default(),
         };
         if let Some(path) = &cli.config {
             let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -221,6 +239,9 @@ impl Settings {
         }
         if let Some(threads) = cli.datapath_threads {
             settings.datapath_threads = threads;
+        }
+        if let Some(ring) = cli.rx_ring {
+            settings.rx_ring = ring;
         }
         if settings.listen.is_empty() {
             settings.listen.push(ListenTarget::Unix(PathBuf::from(DEFAULT_MGMT_SOCKET)));
@@ -275,6 +296,9 @@ impl Settings {
         }
         if let Some(threads) = file.datapath_threads {
             self.datapath_threads = threads;
+        }
+        if let Some(ring) = file.rx_ring {
+            self.rx_ring = ring;
         }
         Ok(())
     }

@@ -11,8 +11,11 @@ use std::thread::JoinHandle;
 use agent::session::Event;
 use agent::Agent;
 use ofp::{Port, PortConfig, PortState};
-use ports::{link_info, AfPacketPort, AnyPort, LinkChange, LinkMonitor, PortOptions};
+use ports::{
+    link_info, AfPacketPort, AnyPort, LinkChange, LinkMonitor, PortOptions, RingKind,
+};
 
+use crate::config::RxRing;
 use crate::datapath::PortSet;
 
 /// Fanout group shared by the threads of one daemon (any 16-bit id unique on the host).
@@ -77,9 +80,17 @@ pub fn add_ports(agent: &Agent, ports: &BTreeMap<u32, String>) -> io::Result<()>
 
 /// Opens one datapath thread's sockets on every port (in a fanout group when several threads
 /// share the interfaces).
-pub fn open_ports(ports: &BTreeMap<u32, String>, threads: usize) -> io::Result<PortSet> {
+pub fn open_ports(
+    ports: &BTreeMap<u32, String>,
+    threads: usize,
+    ring: RxRing,
+) -> io::Result<PortSet> {
     let opts = PortOptions {
         fanout_group: (threads > 1).then(fanout_group),
+        ring: match ring {
+            RxRing::Frames => RingKind::Frames,
+            RxRing::Blocks => RingKind::Blocks,
+        },
         ..PortOptions::default()
     };
     let mut open = Vec::with_capacity(ports.len());

@@ -58,7 +58,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
         let ctx = datapath::ThreadContext {
             agent: agent.clone(),
             reader: readers.reader(),
-            ports: links::open_ports(&settings.ports, threads)?,
+            ports: links::open_ports(&settings.ports, threads, settings.rx_ring)?,
             jobs: Arc::clone(&jobs),
             standalone: settings.fail_mode == FailMode::Standalone,
             stop: Arc::clone(&stop),
