@@ -14,16 +14,9 @@ use ofp::{Action, FlowModFlags, Instruction, Match};
 
 use crate::translate::compile_instructions;
 
-/// `OFPRR_*`: why a flow entry left its table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum RemovedReason {
-    IdleTimeout = 0,
-    HardTimeout = 1,
-    Delete = 2,
-    GroupDelete = 3,
-    MeterDelete = 4,
-}
+/// Why a flow entry left its table: an `OFPRR_*` value. OpenFlow 1.3 has no reason for meter
+/// deletion (1.4 added one), so entries removed with their meter report `OFPRR_DELETE`.
+pub type RemovedReason = u8;
 
 /// A flow entry with its OpenFlow-visible state.
 #[derive(Clone, Debug)]
@@ -95,12 +88,12 @@ impl FlowEntry {
         if self.hard_timeout != 0
             && now_ns.saturating_sub(self.created_ns) >= u64::from(self.hard_timeout) * NS
         {
-            return Some(RemovedReason::HardTimeout);
+            return Some(ofp::OFPRR_HARD_TIMEOUT);
         }
         if self.idle_timeout != 0 {
             let last = self.counters.last_hit_ns().max(self.created_ns);
             if now_ns.saturating_sub(last) >= u64::from(self.idle_timeout) * NS {
-                return Some(RemovedReason::IdleTimeout);
+                return Some(ofp::OFPRR_IDLE_TIMEOUT);
             }
         }
         None

@@ -99,7 +99,7 @@ fn flow_removed(table_id: u8, entry: &FlowEntry, reason: RemovedReason, now_ns: 
     FlowRemoved {
         cookie: entry.cookie,
         priority: entry.priority,
-        reason: reason as u8,
+        reason,
         table_id,
         duration_sec,
         duration_nsec,
@@ -346,7 +346,7 @@ impl Switch {
         let mut removed = Vec::new();
         for table_id in self.table_ids(fm.table_id) {
             let ids = self.tables[usize::from(table_id)].select(&selector);
-            removed.extend(self.remove_flows(table_id, &ids, RemovedReason::Delete, now_ns));
+            removed.extend(self.remove_flows(table_id, &ids, ofp::OFPRR_DELETE, now_ns));
         }
         removed
     }
@@ -465,7 +465,7 @@ impl Switch {
                 let doomed = self.groups.deletion_set(gm.group_id)?;
                 let removed = self.sweep_flows(
                     |e| doomed.iter().any(|g| e.sends_to_group(*g)),
-                    RemovedReason::GroupDelete,
+                    ofp::OFPRR_GROUP_DELETE,
                     now_ns,
                 );
                 let mut ops = Vec::with_capacity(doomed.len());
@@ -509,7 +509,7 @@ impl Switch {
                 let doomed = self.meters.deletion_set(mm.meter_id);
                 let removed = self.sweep_flows(
                     |e| doomed.iter().any(|m| e.uses_meter(*m)),
-                    RemovedReason::MeterDelete,
+                    ofp::OFPRR_DELETE,
                     now_ns,
                 );
                 let mut ops = Vec::with_capacity(doomed.len());
