@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
 # Sets up a fresh machine (apt packages, Python venv, Rust builds) and runs every test:
-# formatting and lints, Rust unit/integration tests, Python integration tests against real
-# Open vSwitch and os-ken, and bounded fuzzing. Used by CI through .ci/run.
+# formatting and lints, Rust unit/integration tests, quick runs of the benchmarks, bounded
+# fuzzing, and the Python integration tests against real Open vSwitch, os-ken and Faucet.
+# Used by CI through .ci/run.
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s (%ss)\n' "$*" "$SECONDS"; }
 
 step "setup"
 scripts/setup.sh
 
 step "format and lints"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --release -- -D warnings
+cargo clippy --workspace --all-targets -- -D warnings
 .venv/bin/ruff check python
 .venv/bin/ruff format --check python
 
-step "build"
-cargo build --workspace --release --bins
-
 step "rust tests"
-cargo test --workspace --release
+cargo test --workspace
+
+step "release build and quick benchmark runs"
+cargo build --workspace --release --bins
+HAIRPIN_BENCH_QUICK=1 cargo bench -p switch-core --bench flowmod
+HAIRPIN_BENCH_QUICK=1 cargo bench -p dataplane --bench table2
 
 step "fuzzing (bounded)"
 scripts/fuzz.sh "${HAIRPIN_FUZZ_SECONDS:-60}"
