@@ -15,6 +15,7 @@ use dataplane::datapath::DatapathReader;
 use dataplane::ir::{port as reserved, Action};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
 use ports::{AnyPort, PacketPort};
+use switch_core::ports::IoCounters;
 use switch_core::{PacketOutJob, PacketOutQueue};
 
 /// Packets per receive batch and per port per round.
@@ -26,6 +27,8 @@ pub const PACKET_OUT_QUEUE: usize = 4096;
 const SPIN_ROUNDS: u32 = 256;
 /// Longest sleep, so packet-outs queued while asleep wait at most this long.
 const IDLE_POLL_MS: i32 = 5;
+/// How often a thread reports its sockets' losses to the switch core.
+const IO_REPORT_NS: u64 = 1_000_000_000;
 
 /// The agent's end of the packet-out queue.
 pub struct PacketOutSender(pub std::sync::mpsc::SyncSender<PacketOutJob>);
@@ -57,11 +60,44 @@ fn packet_in_match(ev: &PacketInEvent<'_>) -> Match {
 pub struct PortSet {
     ports: Vec<(u32, AnyPort)>,
     local: Option<AnyPort>,
+    /// Socket counters as last reported to the switch core, per entry of `ports`.
+    reported: Vec<ports::PortCounters>,
 }
 
 impl PortSet {
     pub fn new(ports: Vec<(u32, AnyPort)>, local: Option<AnyPort>) -> Self {
-        Self { ports, local }
+        let reported = vec![ports::PortCounters::default(); ports.len()];
+        Self {
+            ports,
+            local,
+            reported,
+        }
+    }
+
+    /// Reports the losses each socket saw since the last report (kernel ring drops, full TX
+    /// rings, frames over the MTU) to the switch core's port stats.
+    fn report_io(&mut self, agent: &Agent) {
+        let mut deltas = Vec::with_capacity(self.ports.len());
+        for ((port_no, port), last) in self.ports.iter().zip(self.reported.iter_mut()) {
+            let now = port.stats();
+            deltas.push((
+                *port_no,
+                IoCounters {
+                    rx_dropped: now.rx_dropped.saturating_sub(last.rx_dropped),
+                    tx_dropped: now.tx_dropped.saturating_sub(last.tx_dropped),
+                    rx_errors: 0,
+                    tx_errors: now.tx_errors.saturating_sub(last.tx_errors),
+                },
+            ));
+            *last = now;
+        }
+        agent.with_switch(|s| {
+            for (port_no, delta) in deltas {
+                if delta != IoCounters::default() {
+                    s.record_port_io(port_no, delta);
+                }
+            }
+        });
     }
 
     fn transmit(&mut self, port_no: u32, frame: &[u8]) {
@@ -151,8 +187,13 @@ pub fn run(mut ctx: ThreadContext) {
     let mut batch = PacketBatch::new(BATCH, dataplane::batch::DEFAULT_MAX_FRAME);
     let mut idle_rounds = 0u32;
     let mut pollfds = PollSet::new(&ctx.ports.fds());
+    let mut next_report = 0;
     while !ctx.stop.load(Ordering::Relaxed) {
         let now = switch_core::clock::now_ns();
+        if now >= next_report {
+            ctx.ports.report_io(&ctx.agent);
+            next_report = now + IO_REPORT_NS;
+        }
         let legacy = ctx.standalone && ctx.agent.connected() == 0;
         let mut received = 0;
         for i in 0..ctx.ports.ports.len() {

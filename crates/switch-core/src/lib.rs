@@ -623,6 +623,11 @@ impl Switch {
         Some(status)
     }
 
+    /// Adds kernel and socket losses of a port, reported by the thread owning its socket.
+    pub fn record_port_io(&mut self, port_no: u32, delta: ports::IoCounters) {
+        self.ports.record_io(port_no, delta);
+    }
+
     /// Records a link going up or down; returns the PORT_STATUS when the state changed.
     pub fn set_link(&mut self, port_no: u32, up: bool) -> Option<PortStatus> {
         let (status, op) = self.ports.set_link(port_no, up)?;

@@ -12,11 +12,31 @@ const SETTABLE: u32 = PortConfig::PORT_DOWN.0
     | PortConfig::NO_FWD.0
     | PortConfig::NO_PACKET_IN.0;
 
+/// Losses the datapath never sees because they happen in the kernel or the socket ring
+/// (reported by the threads that own the sockets, added into port stats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoCounters {
+    pub rx_dropped: u64,
+    pub tx_dropped: u64,
+    pub rx_errors: u64,
+    pub tx_errors: u64,
+}
+
+impl std::ops::AddAssign for IoCounters {
+    fn add_assign(&mut self, other: Self) {
+        self.rx_dropped += other.rx_dropped;
+        self.tx_dropped += other.tx_dropped;
+        self.rx_errors += other.rx_errors;
+        self.tx_errors += other.tx_errors;
+    }
+}
+
 /// One port with the time it was added (for port stats durations).
 #[derive(Clone, Debug)]
 pub struct PortEntry {
     pub desc: Port,
     pub created_ns: u64,
+    pub io: IoCounters,
 }
 
 #[derive(Debug, Default)]
@@ -70,9 +90,17 @@ impl PortTable {
             PortEntry {
                 desc,
                 created_ns: now_ns,
+                io: IoCounters::default(),
             },
         );
         (announce, op)
+    }
+
+    /// Adds kernel and socket losses of a port (deltas since the last report).
+    pub fn record_io(&mut self, port_no: u32, delta: IoCounters) {
+        if let Some(entry) = self.ports.get_mut(&port_no) {
+            entry.io += delta;
+        }
     }
 
     /// Removes a port; returns the PORT_STATUS DELETE and the datapath op.

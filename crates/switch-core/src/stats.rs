@@ -186,6 +186,10 @@ impl Switch {
                     port_no: p.desc.port_no,
                     duration_sec,
                     duration_nsec,
+                    rx_dropped: p.io.rx_dropped,
+                    tx_dropped: p.io.tx_dropped,
+                    rx_errors: p.io.rx_errors,
+                    tx_errors: p.io.tx_errors,
                     ..PortStats::default()
                 };
                 if let Some(c) = self.writer.port_counters(p.desc.port_no) {
@@ -193,8 +197,8 @@ impl Switch {
                     stats.rx_bytes = c.rx.bytes();
                     stats.tx_packets = c.tx.packets();
                     stats.tx_bytes = c.tx.bytes();
-                    stats.rx_dropped = c.rx_dropped.packets();
-                    stats.tx_dropped = c.tx_dropped.packets();
+                    stats.rx_dropped += c.rx_dropped.packets();
+                    stats.tx_dropped += c.tx_dropped.packets();
                 }
                 stats
             })
