@@ -200,7 +200,7 @@ impl Session {
                 Outcome::default()
             }
             Message::FlowMod(fm) => Outcome {
-                events: removed_events(switch.flow_mod(&fm, now_ns)?),
+                events: removed_events(switch.flow_mod(fm, now_ns)?),
                 ..Outcome::default()
             },
             Message::GroupMod(gm) => Outcome {

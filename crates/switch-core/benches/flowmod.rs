@@ -72,7 +72,7 @@ fn main() {
         let Ok((_, Message::FlowMod(fm))) = ofp::decode(bytes) else {
             panic!("flow-mod {i} does not decode");
         };
-        switch.flow_mod(&fm, 0).expect("valid flow-mod");
+        switch.flow_mod(fm, 0).expect("valid flow-mod");
         if (i + 1) % 1_000 == 0 {
             switch.publish();
         }

@@ -227,7 +227,7 @@ impl Switch {
 
     /// FLOW_MOD (spec 6.4). Returns the flow-removed messages owed to controllers (deleted
     /// entries that asked for them).
-    pub fn flow_mod(&mut self, fm: &FlowMod, now_ns: u64) -> Result<Vec<FlowRemoved>, OfpError> {
+    pub fn flow_mod(&mut self, fm: FlowMod, now_ns: u64) -> Result<Vec<FlowRemoved>, OfpError> {
         if fm.flags.0 & !FlowModFlags::ALL.0 != 0 {
             return Err(OfpError::FlowModFailed(FlowModFailedCode::BadFlags));
         }
@@ -259,11 +259,11 @@ impl Switch {
                 Vec::new()
             }
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
-                self.modify_flows(fm, &compiled);
+                self.modify_flows(&fm, &compiled);
                 Vec::new()
             }
             FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
-                self.delete_flows(fm, &compiled, now_ns)
+                self.delete_flows(&fm, &compiled, now_ns)
             }
         };
         if let Some((in_port, frame)) = buffered {
@@ -280,7 +280,7 @@ impl Switch {
         Ok(removed)
     }
 
-    fn add_flow(&mut self, fm: &FlowMod, compiled: DpMatch, now_ns: u64) -> Result<(), OfpError> {
+    fn add_flow(&mut self, fm: FlowMod, compiled: DpMatch, now_ns: u64) -> Result<(), OfpError> {
         let table = &self.tables[usize::from(fm.table_id)];
         if table.is_full_for(fm.priority, &compiled) {
             return Err(OfpError::FlowModFailed(FlowModFailedCode::TableFull));
@@ -294,9 +294,9 @@ impl Switch {
         let entry = FlowEntry {
             id: FlowId(self.next_flow_id),
             priority: fm.priority,
-            match_: fm.match_.clone(),
+            match_: fm.match_,
             compiled,
-            instructions: fm.instructions.clone(),
+            instructions: fm.instructions,
             cookie: fm.cookie,
             flags: fm.flags,
             idle_timeout: fm.idle_timeout,

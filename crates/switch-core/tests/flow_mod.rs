@@ -87,9 +87,9 @@ fn identical_add_replaces_and_modify_keeps_cookie() {
     let mut sw = switch();
     let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(1));
     fm.cookie = 7;
-    sw.flow_mod(&fm, 0).unwrap();
+    sw.flow_mod(fm.clone(), 0).unwrap();
     fm.instructions = output(3);
-    sw.flow_mod(&fm, 0).unwrap();
+    sw.flow_mod(fm.clone(), 0).unwrap();
     let f = flows(&sw);
     assert_eq!(f.len(), 1);
     assert_eq!(f[0].instructions, output(3));
@@ -97,7 +97,7 @@ fn identical_add_replaces_and_modify_keeps_cookie() {
     let mut modify = flow(FlowModCommand::Modify, 0, 0, Match::default());
     modify.cookie = 99;
     modify.instructions = output(4);
-    sw.flow_mod(&modify, 0).unwrap();
+    sw.flow_mod(modify.clone(), 0).unwrap();
     let f = flows(&sw);
     assert_eq!((f[0].cookie, f[0].instructions.clone()), (7, output(4)));
 }
@@ -109,22 +109,22 @@ fn delete_filters_by_strictness_cookie_and_out_port() {
         let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(p));
         fm.cookie = cookie;
         fm.instructions = output(p + 10);
-        sw.flow_mod(&fm, 0).unwrap();
+        sw.flow_mod(fm.clone(), 0).unwrap();
     }
     let mut strict_wrong_priority = flow(FlowModCommand::DeleteStrict, 0, 11, in_port(1));
     strict_wrong_priority.instructions.clear();
-    sw.flow_mod(&strict_wrong_priority, 0).unwrap();
+    sw.flow_mod(strict_wrong_priority.clone(), 0).unwrap();
     assert_eq!(flows(&sw).len(), 3);
 
     let mut by_cookie = flow(FlowModCommand::Delete, ofp::OFPTT_ALL, 0, Match::default());
     by_cookie.cookie = 0x20;
     by_cookie.cookie_mask = 0xff;
-    sw.flow_mod(&by_cookie, 0).unwrap();
+    sw.flow_mod(by_cookie.clone(), 0).unwrap();
     assert_eq!(flows(&sw).len(), 2);
 
     let mut by_port = flow(FlowModCommand::Delete, ofp::OFPTT_ALL, 0, Match::default());
     by_port.out_port = 13;
-    sw.flow_mod(&by_port, 0).unwrap();
+    sw.flow_mod(by_port.clone(), 0).unwrap();
     let left = flows(&sw);
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].cookie, 0x10);
@@ -133,7 +133,7 @@ fn delete_filters_by_strictness_cookie_and_out_port() {
 #[test]
 fn refused_flow_mods_name_the_spec_error_and_change_nothing() {
     let mut sw = switch();
-    sw.flow_mod(&flow(FlowModCommand::Add, 0, 10, in_port(1)), 0).unwrap();
+    sw.flow_mod(flow(FlowModCommand::Add, 0, 10, in_port(1)), 0).unwrap();
     let cases: Vec<(FlowMod, OfpError)> = vec![
         (
             flow(FlowModCommand::Add, 8, 1, Match::default()),
@@ -178,7 +178,7 @@ fn refused_flow_mods_name_the_spec_error_and_change_nothing() {
         ),
     ];
     for (fm, expected) in cases {
-        assert_eq!(sw.flow_mod(&fm, 0), Err(expected));
+        assert_eq!(sw.flow_mod(fm.clone(), 0), Err(expected));
     }
     assert_eq!(flows(&sw).len(), 1);
 }
@@ -211,11 +211,11 @@ fn group_and_meter_deletion_remove_their_flows_with_flow_removed() {
     let mut via_group = flow(FlowModCommand::Add, 0, 5, in_port(1));
     via_group.flags = FlowModFlags::SEND_FLOW_REM;
     via_group.instructions = vec![Instruction::ApplyActions(vec![Action::Group(1)])];
-    sw.flow_mod(&via_group, 0).unwrap();
+    sw.flow_mod(via_group.clone(), 0).unwrap();
     let mut metered = flow(FlowModCommand::Add, 0, 5, in_port(2));
     metered.instructions = vec![Instruction::Meter(3)];
-    sw.flow_mod(&metered, 0).unwrap();
-    sw.flow_mod(&flow(FlowModCommand::Add, 0, 5, in_port(3)), 0).unwrap();
+    sw.flow_mod(metered.clone(), 0).unwrap();
+    sw.flow_mod(flow(FlowModCommand::Add, 0, 5, in_port(3)), 0).unwrap();
 
     let removed = sw
         .group_mod(
@@ -248,11 +248,11 @@ fn timeouts_expire_with_their_reason() {
     let mut idle = flow(FlowModCommand::Add, 0, 1, in_port(1));
     idle.idle_timeout = 1;
     idle.flags = FlowModFlags::SEND_FLOW_REM;
-    sw.flow_mod(&idle, 0).unwrap();
+    sw.flow_mod(idle.clone(), 0).unwrap();
     let mut hard = flow(FlowModCommand::Add, 0, 1, in_port(2));
     hard.hard_timeout = 2;
     hard.flags = FlowModFlags::SEND_FLOW_REM;
-    sw.flow_mod(&hard, 0).unwrap();
+    sw.flow_mod(hard.clone(), 0).unwrap();
     assert!(sw.expire(999_999_999).is_empty());
     let first = sw.expire(1_000_000_000);
     assert_eq!(first.len(), 1);
@@ -283,7 +283,7 @@ fn flow_mod_releases_its_buffered_packet_from_the_ingress_port() {
     let buffer_id = readers.shared().buffers.store(&frame, 3, 0).unwrap();
     let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(3));
     fm.buffer_id = buffer_id;
-    sw.flow_mod(&fm, 0).unwrap();
+    sw.flow_mod(fm.clone(), 0).unwrap();
     let released = jobs.0.lock().unwrap();
     assert_eq!(released.len(), 1);
     assert_eq!((released[0].in_port, &released[0].frame), (3, &frame));
@@ -291,7 +291,7 @@ fn flow_mod_releases_its_buffered_packet_from_the_ingress_port() {
     // The buffer is spent: a second release names the spec's error and adds nothing.
     fm.priority = 11;
     assert_eq!(
-        sw.flow_mod(&fm, 0),
+        sw.flow_mod(fm.clone(), 0),
         Err(OfpError::BadRequest(ofp::BadRequestCode::BufferEmpty))
     );
     assert_eq!(flows(&sw).len(), 1);
