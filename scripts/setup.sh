@@ -14,7 +14,7 @@ SYSTEM_PYTHON=/usr/bin/python3
 APT_PACKAGES=(
     openvswitch-switch openvswitch-testcontroller iperf3 netsniff-ng tcpdump
     clang libbpf-dev ethtool iproute2 iputils-ping procps util-linux
-    python3-venv python3-dev build-essential pkg-config
+    python3-venv python3-dev build-essential pkg-config shellcheck
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -54,8 +54,12 @@ ensure_venv() {
     fi
     log "preparing $dir"
     [[ -x $dir/bin/python ]] || "$SYSTEM_PYTHON" -m venv "$dir"
-    "$dir/bin/pip" install -q --disable-pip-version-check --upgrade pip
-    "$dir/bin/pip" install -q --disable-pip-version-check "$@"
+    if ! { "$dir/bin/pip" install --disable-pip-version-check --upgrade pip &&
+        "$dir/bin/pip" install --disable-pip-version-check "$@"; } >"$dir/setup.log" 2>&1; then
+        tail -n 30 "$dir/setup.log" >&2
+        log "pip failed in $dir (full log: $dir/setup.log)"
+        exit 1
+    fi
     printf '%s' "$stamp_text" >"$dir/.hairpin-stamp"
 }
 

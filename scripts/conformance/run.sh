@@ -16,8 +16,11 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=SCRIPTDIR/../lib/common.sh
 source "$HERE/../lib/common.sh"
+# shellcheck source=SCRIPTDIR/../lib/netns.sh
 source "$HERE/../lib/netns.sh"
+# shellcheck source=SCRIPTDIR/../lib/ovs.sh
 source "$HERE/../lib/ovs.sh"
 
 TARGET=ovs
@@ -29,7 +32,11 @@ OUT=${TMPDIR:-/tmp}/hairpin-conformance
 VENV=${HAIRPIN_VENV:-$HP_REPO/.venv}
 HAIRPIND=${HAIRPIND:-$HP_REPO/target/release/hairpind}
 
-usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# Prints this file's header comment.
+usage() {
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
+    exit "${1:-0}"
+}
 
 while (($#)); do
     case $1 in
@@ -52,15 +59,16 @@ start_target_ovs() {
 
 start_target_hairpind() {
     [[ -x $HAIRPIND ]] || hp_die "no hairpind at $HAIRPIND (cargo build --release, or set HAIRPIND)"
-    ip netns exec "$CTL_NS" "$HAIRPIND" --datapath-id "$TARGET_DPID" \
-        --controller "tcp:127.0.0.1:$OF_PORT" --port 1=t1 --port 2=t2 --port 3=t3 \
-        >"$OUT/$SET-hairpind.log" 2>&1 &
+    ip netns exec "$CTL_NS" "$HAIRPIND" --datapath-id "0x$TARGET_DPID" \
+        --controller "tcp:127.0.0.1:$OF_PORT" --listen "punix:$OUT/$SET-hairpind.sock" \
+        --port 1=t1 --port 2=t2 --port 3=t3 >"$OUT/$SET-hairpind.log" 2>&1 &
     hp_on_exit "kill $! 2>/dev/null; wait $! 2>/dev/null"
 }
 
 # run_set SET: one set on a fresh topology; prints "SET: passed/total (seconds)".
 run_set() {
     SET=$1
+    hp_install_cleanup_trap # this runs in a pipeline's subshell, which does not inherit traps
     PREFIX=$(hp_unique_prefix)
     CTL_NS=$PREFIX-ctl
     local tst_ns=$PREFIX-tst log=$OUT/$SET.log start=$SECONDS
@@ -83,9 +91,12 @@ run_set() {
     ovs_set_controller "$PREFIX-tester" br0 "tcp:10.254.0.1:$OF_PORT"
 
     hp_log "$SET: running (log: $log)"
+    # The tester ends itself with SIGTERM; waiting on a background job keeps bash from
+    # announcing that.
     ip netns exec "$CTL_NS" "$VENV/bin/osken-manager" --ofp-tcp-listen-port "$OF_PORT" \
         --test-switch-target "$TARGET_DPID" --test-switch-tester "$TESTER_DPID" \
-        --test-switch-dir "$dir" os_ken.tests.switch.tester >"$log" 2>&1 || true
+        --test-switch-dir "$dir" os_ken.tests.switch.tester >"$log" 2>&1 &
+    wait $! || true
     hp_run_cleanup
     hp_install_cleanup_trap
 

@@ -3,6 +3,8 @@
 # Source it; it defines functions only (and the HP_CLEANUP array).
 
 HP_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The repository root, for the scripts that source this file.
+export HP_REPO
 HP_REPO=$(cd "$HP_LIB_DIR/../.." && pwd)
 HP_CLEANUP=()
 

@@ -38,5 +38,5 @@ netns_hosts() {
     done
 }
 
-# netns_ping NS ADDR [COUNT]: quiet ping that succeeds when every reply arrives.
+# netns_ping NS ADDR [COUNT]: quiet ping that succeeds when at least one reply arrives.
 netns_ping() { ip netns exec "$1" ping -q -c "${3:-3}" -i 0.2 -W 2 "$2" >/dev/null; }

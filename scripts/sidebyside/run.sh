@@ -5,9 +5,12 @@
 #
 # 64-byte UDP frames (60 bytes + FCS) to 1K destination MACs. Profiles:
 #   port: in_port=1 -> output:2 (and back)     l2: a table of the 1K MACs (+ the two hosts) -> port
-# For each switch and profile it reports offered pps (src eth0 tx), delivered pps (dst eth0 rx),
-# loss, the switch's CPU time (utime+stime from /proc/PID/stat) per million delivered packets,
-# and ping p50/p99 idle and under load.
+# For each switch and profile it reports offered pps (what trafgen pushed into src eth0),
+# p1 rx (what entered the switch's input queue), p2 tx (what the switch sent), delivered pps
+# (dst eth0 rx), loss, the switch's CPU time (utime+stime from /proc/PID/stat) per million
+# delivered packets, and ping p50/p99 idle and under load. offered - p1_rx: the kernel's veth
+# backlog was full; p1_rx - p2_tx: lost in the switch's socket ring or the switch;
+# p2_tx - delivered: lost on the way out.
 #
 # Usage: scripts/sidebyside/run.sh [--switches ovs,hairpind] [--profiles port,l2]
 #            [--seconds N] [--out DIR]
@@ -17,8 +20,11 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=SCRIPTDIR/../lib/common.sh
 source "$HERE/../lib/common.sh"
+# shellcheck source=SCRIPTDIR/../lib/netns.sh
 source "$HERE/../lib/netns.sh"
+# shellcheck source=SCRIPTDIR/../lib/ovs.sh
 source "$HERE/../lib/ovs.sh"
 
 SWITCHES=ovs
@@ -32,7 +38,11 @@ SWITCH_CPU=1
 PINGS=300
 HAIRPIND=${HAIRPIND:-$HP_REPO/target/release/hairpind}
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# Prints this file's header comment.
+usage() {
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
+    exit "${1:-0}"
+}
 
 while (($#)); do
     case $1 in
@@ -61,7 +71,11 @@ start_switch_hairpind() {
 }
 
 mac_of() { ip -n "$1" -o link show "$2" | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p'; }
-hex_bytes() { local mac=$1; printf '0x%s, ' ${mac//:/ }; }
+hex_bytes() {
+    local -a octets
+    IFS=: read -ra octets <<<"$1"
+    printf '0x%s, ' "${octets[@]}"
+}
 
 # The trafgen config: one 60-byte IPv4/UDP frame per destination MAC, sent round robin.
 write_trafgen_config() {
@@ -96,6 +110,8 @@ write_flows() {
 }
 
 ns_counter() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
+# What trafgen pushed into its veth: sent on, or refused by the peer's full backlog.
+sent() { echo $(($(ns_counter "$1" eth0 tx_packets) + $(ns_counter "$1" eth0 tx_dropped))); }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 # ping_percentiles NS ADDR COUNT: prints "p50_us p99_us loss%".
@@ -113,6 +129,7 @@ ping_percentiles() {
 measure() {
     local switch=$1
     PROFILE=$2
+    hp_install_cleanup_trap # this runs in a pipeline's subshell, which does not inherit traps
     PREFIX=$(hp_unique_prefix)
     SW_NS=$PREFIX-sw
     local src=$PREFIX-src dst=$PREFIX-dst src_mac dst_mac
@@ -134,40 +151,48 @@ measure() {
     hp_wait_for 10 ip netns exec "$SW_NS" ovs-ofctl -O OpenFlow13 show "tcp:127.0.0.1:$OF_PORT" ||
         hp_die "$switch: no OpenFlow listener on $OF_PORT"
     ip netns exec "$SW_NS" ovs-ofctl -O OpenFlow13 add-flows "tcp:127.0.0.1:$OF_PORT" "$OUT/flows-$PROFILE.txt"
-    netns_ping "$src" 10.0.0.2 || hp_die "$switch/$PROFILE: no connectivity before the load"
+    # A switch may take a moment after its listener is up before all its ports forward.
+    hp_wait_for 10 netns_ping "$src" 10.0.0.2 1 ||
+        hp_die "$switch/$PROFILE: no ping through the switch within 10 s (log in $OUT)"
     write_trafgen_config "$src_mac" "$OUT/trafgen.cfg"
 
     local idle
     idle=$(ping_percentiles "$src" 10.0.0.2 "$PINGS")
 
-    ip netns exec "$src" taskset -c "$SOURCE_CPU" trafgen --dev eth0 --conf "$OUT/trafgen.cfg" \
+    # trafgen forks a sender; its own process group lets one signal stop both, as Ctrl-C would.
+    setsid ip netns exec "$src" taskset -c "$SOURCE_CPU" trafgen --dev eth0 --conf "$OUT/trafgen.cfg" \
         --cpus 1 --no-sock-mem --notouch-irq --no-cpu-stats >"$OUT/trafgen-$switch-$PROFILE.log" 2>&1 &
     local trafgen=$!
-    hp_on_exit "kill -INT $trafgen 2>/dev/null; wait $trafgen 2>/dev/null"
+    hp_on_exit "kill -INT -- -$trafgen 2>/dev/null; wait $trafgen 2>/dev/null"
     sleep 2 # warm-up: rings filled, flows in the switch's caches
     kill -0 "$trafgen" 2>/dev/null || hp_die "trafgen stopped: $(cat "$OUT/trafgen-$switch-$PROFILE.log")"
 
-    local tx0 rx0 cpu0 t0 tx1 rx1 cpu1 t1 loaded
-    tx0=$(ns_counter "$src" eth0 tx_packets)
+    local tx0 rx0 in0 out0 cpu0 t0 tx1 rx1 in1 out1 cpu1 t1 loaded
+    tx0=$(sent "$src")
+    in0=$(ns_counter "$SW_NS" p1 rx_packets)
+    out0=$(ns_counter "$SW_NS" p2 tx_packets)
     rx0=$(ns_counter "$dst" eth0 rx_packets)
     cpu0=$(cpu_ticks "$SWITCH_PID")
     t0=$(date +%s.%N)
     loaded=$(ping_percentiles "$src" 10.0.0.2 "$PINGS")
     sleep "$(awk -v s="$SECONDS_LOAD" -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = s - (now - t0); print (r > 0 ? r : 0) }')"
-    tx1=$(ns_counter "$src" eth0 tx_packets)
+    tx1=$(sent "$src")
+    in1=$(ns_counter "$SW_NS" p1 rx_packets)
+    out1=$(ns_counter "$SW_NS" p2 tx_packets)
     rx1=$(ns_counter "$dst" eth0 rx_packets)
     cpu1=$(cpu_ticks "$SWITCH_PID")
     t1=$(date +%s.%N)
-    kill -INT "$trafgen" 2>/dev/null || true
+    kill -INT -- "-$trafgen" 2>/dev/null || true
     wait "$trafgen" 2>/dev/null || true
 
     awk -v sw="$switch" -v pr="$PROFILE" -v tx=$((tx1 - tx0)) -v rx=$((rx1 - rx0)) \
+        -v swin=$((in1 - in0)) -v swout=$((out1 - out0)) \
         -v cpu=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
         -v idle="$idle" -v loaded="$loaded" 'BEGIN {
             dt = t1 - t0; split(idle, i, " "); split(loaded, l, " ")
             cpu_per_m = rx > 0 ? (cpu / hz) / (rx / 1e6) : 0
-            printf "%-9s %-5s %11.0f %13.0f %6.1f%% %10.2f %6d %6d %6d %6d %5s%%\n",
-                sw, pr, tx / dt, rx / dt, 100 * (tx - rx) / (tx ? tx : 1),
+            printf "%-9s %-5s %11.0f %9.0f %9.0f %13.0f %6.1f%% %10.2f %6d %6d %6d %6d %5s%%\n",
+                sw, pr, tx / dt, swin / dt, swout / dt, rx / dt, 100 * (tx - rx) / (tx ? tx : 1),
                 cpu_per_m, i[1], i[2], l[1], l[2], l[3]
         }'
     hp_run_cleanup
@@ -184,11 +209,13 @@ for switch in "${switch_list[@]}"; do
     declare -F "start_switch_$switch" >/dev/null || hp_die "unknown switch $switch"
 done
 hp_log "load ${SECONDS_LOAD}s per run, trafgen on CPU $SOURCE_CPU, switch on CPU $SWITCH_CPU; loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-9s %-5s %11s %13s %7s %10s %6s %6s %6s %6s %6s\n' switch flows offered_pps delivered_pps loss \
+printf '%-9s %-5s %11s %9s %9s %13s %7s %10s %6s %6s %6s %6s %6s\n' switch flows offered_pps \
+    p1_rx_pps p2_tx_pps delivered_pps loss \
     cpu_s/Mpkt idle50 idle99 load50 load99 ploss | tee "$OUT/results.txt"
 for switch in "${switch_list[@]}"; do
     for profile in "${profile_list[@]}"; do
         measure "$switch" "$profile" | tee -a "$OUT/results.txt"
     done
 done
-hp_log "ping columns in microseconds; ploss = ping loss under load; results in $OUT/results.txt"
+hp_log "ping columns in microseconds (idle, under load); ploss = ping loss under load"
+hp_log "results in $OUT/results.txt"

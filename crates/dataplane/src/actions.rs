@@ -6,7 +6,7 @@
 
 use crate::checksum::{udp_fixup, update16, update32, update_bytes};
 use crate::ir::Action;
-use crate::key::{frag, Field, FieldValue, FlowKey, NO_OFFSET};
+use crate::key::{frag, Field, FieldValue, FlowKey, ParseDepth, NO_OFFSET};
 
 /// A frame inside a buffer with headroom in front of it.
 #[derive(Debug)]
@@ -49,6 +49,12 @@ impl Frame<'_> {
         }
     }
 
+    /// Writes a MAC address at `at` (0 = destination, 6 = source).
+    #[inline(always)]
+    pub fn put_mac(&mut self, at: usize, mac: [u8; 6]) {
+        self.put(at, &mac);
+    }
+
     fn get16(&self, at: usize) -> Option<u16> {
         self.bytes()
             .get(at..at + 2)
@@ -77,6 +83,16 @@ impl Frame<'_> {
         self.start += n;
         self.len -= n;
         true
+    }
+}
+
+/// Parses the frame down to `depth` if the key has not been parsed that deep yet (the
+/// pipeline parses only as deep as its matches need; actions go deeper on demand).
+#[inline(always)]
+pub(crate) fn ensure_depth(frame: &Frame<'_>, key: &mut FlowKey, depth: ParseDepth) {
+    if key.layout.depth < depth {
+        // A malformed deeper header leaves its fields and offsets unset: actions skip them.
+        let _ = crate::parse::parse_deeper(frame.bytes(), depth, key);
     }
 }
 
@@ -233,6 +249,25 @@ fn nd_option(frame: &Frame<'_>, key: &FlowKey, kind: u8) -> Option<usize> {
 
 /// Applies a set-field to packet and key; fields whose header is absent are left alone.
 pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, value: FieldValue) {
+    // The common L2 rewrites first, without the generic field machinery.
+    match field {
+        Field::EthDst => {
+            key.eth_dst = value.to_mac();
+            frame.put(0, &key.eth_dst);
+            return;
+        }
+        Field::EthSrc => {
+            key.eth_src = value.to_mac();
+            frame.put(6, &key.eth_src);
+            return;
+        }
+        _ => {}
+    }
+    let needed = match field {
+        Field::IpDscp | Field::IpEcn | Field::Ipv4Src | Field::Ipv4Dst => ParseDepth::L3,
+        f => f.depth(),
+    };
+    ensure_depth(frame, key, needed);
     let l3 = off(key.layout.l3);
     let ipv4 = key.eth_type == 0x0800;
     let ipv6 = key.eth_type == 0x86dd;
@@ -399,6 +434,7 @@ pub(crate) fn pop_vlan(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
 }
 
 pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
+    ensure_depth(frame, key, ParseDepth::L3);
     let Some(et) = off(key.layout.eth_type) else {
         return false;
     };
@@ -502,10 +538,12 @@ fn write_ip_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
 }
 
 pub(crate) fn set_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
+    ensure_depth(frame, key, ParseDepth::L3);
     write_ip_ttl(frame, key, ttl);
 }
 
 pub(crate) fn dec_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey) -> Result<(), InvalidTtl> {
+    ensure_depth(frame, key, ParseDepth::L3);
     if ip_ttl_at(key).is_none() {
         return Ok(());
     }
@@ -558,6 +596,7 @@ fn inner_ttl_at(frame: &Frame<'_>, key: &FlowKey) -> Option<(usize, bool)> {
 }
 
 pub(crate) fn copy_ttl_out(frame: &mut Frame<'_>, key: &mut FlowKey) {
+    ensure_depth(frame, key, ParseDepth::L3);
     let Some((at, _)) = inner_ttl_at(frame, key) else {
         return;
     };
@@ -568,6 +607,7 @@ pub(crate) fn copy_ttl_out(frame: &mut Frame<'_>, key: &mut FlowKey) {
 }
 
 pub(crate) fn copy_ttl_in(frame: &mut Frame<'_>, key: &mut FlowKey) {
+    ensure_depth(frame, key, ParseDepth::L3);
     let Some((at, v4)) = inner_ttl_at(frame, key) else {
         return;
     };
@@ -589,12 +629,14 @@ pub(crate) fn copy_ttl_in(frame: &mut Frame<'_>, key: &mut FlowKey) {
 /// The OpenFlow action set: at most one action of each kind (set-field: one per field),
 /// executed in the order of spec section 5.10 whatever order they were written in.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub(crate) struct ActionSet {
-    /// Bit per [`Slot`] present.
+    /// Bit per [`Slot`] present. The two masks come first so clearing or testing an empty
+    /// set touches one cache line.
     present: u16,
-    slots: [Option<Action>; SLOT_COUNT],
     /// Bit per field (OXM number) with a pending set-field.
     fields: u64,
+    slots: [Option<Action>; SLOT_COUNT],
     values: [FieldValue; 40],
 }
 
@@ -670,22 +712,27 @@ impl ActionSet {
     /// Merges actions in (Write-Actions): each replaces the set's action of its kind.
     pub fn write(&mut self, actions: &[Action]) {
         for a in actions {
-            match (a, slot_of(a)) {
-                (Action::SetField(f, v), _) => {
-                    let bit = f.oxm();
-                    self.fields |= 1u64 << bit;
-                    if let Some(slot) = self.values.get_mut(usize::from(bit)) {
-                        *slot = *v;
-                    }
+            self.write_one(*a);
+        }
+    }
+
+    /// Merges one action in.
+    pub fn write_one(&mut self, a: Action) {
+        match (a, slot_of(&a)) {
+            (Action::SetField(f, v), _) => {
+                let bit = f.oxm();
+                self.fields |= 1u64 << bit;
+                if let Some(slot) = self.values.get_mut(usize::from(bit)) {
+                    *slot = v;
                 }
-                (_, Some(s)) => {
-                    self.present |= 1 << (s as u16);
-                    if let Some(slot) = self.slots.get_mut(s as usize) {
-                        *slot = Some(*a);
-                    }
-                }
-                (_, None) => {}
             }
+            (_, Some(s)) => {
+                self.present |= 1 << (s as u16);
+                if let Some(slot) = self.slots.get_mut(s as usize) {
+                    *slot = Some(a);
+                }
+            }
+            (_, None) => {}
         }
     }
 

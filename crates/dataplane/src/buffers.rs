@@ -159,11 +159,7 @@ impl BufferPool {
 
     /// Takes the buffered packet, handing its ingress port and bytes to `f` without copying
     /// them out of the pool.
-    pub fn take_with<R>(
-        &self,
-        id: u32,
-        f: impl FnOnce(u32, &[u8]) -> R,
-    ) -> Result<R, BufferError> {
+    pub fn take_with<R>(&self, id: u32, f: impl FnOnce(u32, &[u8]) -> R) -> Result<R, BufferError> {
         let (slot_no, generation) = decode(id).ok_or(BufferError::Unknown)?;
         let mut inner = self.lock();
         let slot = inner

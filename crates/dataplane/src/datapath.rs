@@ -130,8 +130,8 @@ pub enum FragHandling {
 /// The switch configuration (`OFPT_SET_CONFIG`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SwitchConfig {
-    /// Bytes of a table-miss packet sent in a packet-in when the output's max_len asks for
-    /// `NO_BUFFER`... (OF1.3: the max_len of table-miss outputs is the flow's own).
+    /// `max_len` of packet-ins the switch raises on its own (invalid TTL); table-miss flows
+    /// carry their own `max_len` in their CONTROLLER output (OpenFlow 1.3).
     pub miss_send_len: u16,
     /// `OFPC_INVALID_TTL_TO_CONTROLLER`.
     pub invalid_ttl_to_controller: bool,

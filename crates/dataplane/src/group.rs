@@ -54,31 +54,31 @@ pub(crate) fn group_live(state: &State, id: u32, depth: u8) -> bool {
     }
     state
         .groups
-        .get(&id)
+        .get(id)
         .is_some_and(|g| g.group.buckets.iter().any(|b| bucket_live(state, b, depth)))
 }
 
-/// Indices of the buckets to execute, in order, written into `out`; returns how many.
-pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey, out: &mut [usize]) -> usize {
+/// Which buckets of a group execute.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Choice {
+    /// Every bucket, in order (ALL).
+    All,
+    /// One bucket (INDIRECT, SELECT, FAST_FAILOVER).
+    One(usize),
+    /// No live bucket.
+    Nothing,
+}
+
+/// The buckets to execute for a packet with `key`.
+pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey) -> Choice {
     match group.kind {
-        GroupType::All => {
-            let n = group.buckets.len().min(out.len());
-            for (i, o) in out.iter_mut().enumerate().take(n) {
-                *o = i;
-            }
-            n
-        }
-        GroupType::Indirect => {
-            if group.buckets.is_empty() {
-                0
-            } else {
-                write_first(out, 0)
-            }
-        }
+        GroupType::All => Choice::All,
+        GroupType::Indirect if group.buckets.is_empty() => Choice::Nothing,
+        GroupType::Indirect => Choice::One(0),
         GroupType::FastFailover => {
             match group.buckets.iter().position(|b| bucket_live(state, b, 0)) {
-                Some(i) => write_first(out, i),
-                None => 0,
+                Some(i) => Choice::One(i),
+                None => Choice::Nothing,
             }
         }
         GroupType::Select => {
@@ -90,7 +90,7 @@ pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey, out: &mut [usi
                 .map(|b| u64::from(b.weight))
                 .sum();
             if total == 0 {
-                return 0;
+                return Choice::Nothing;
             }
             // Multiply-shift maps the hash uniformly onto [0, total).
             let mut point = ((u128::from(flow_hash(key)) * u128::from(total)) >> 64) as u64;
@@ -100,22 +100,12 @@ pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey, out: &mut [usi
                 }
                 let w = u64::from(b.weight);
                 if point < w {
-                    return write_first(out, i);
+                    return Choice::One(i);
                 }
                 point -= w;
             }
-            0
+            Choice::Nothing
         }
-    }
-}
-
-fn write_first(out: &mut [usize], i: usize) -> usize {
-    match out.first_mut() {
-        Some(o) => {
-            *o = i;
-            1
-        }
-        None => 0,
     }
 }
 

@@ -11,12 +11,13 @@ use crate::batch::{PacketBatch, PacketInEvent, PacketInReason, PacketSink, NO_BU
 use crate::classifier::{LookupScratch, Words, NO_RULE};
 use crate::counters::ShardLease;
 use crate::datapath::{FlowId, FragHandling, Shared};
-use crate::group;
+use crate::group::{self, Choice};
 use crate::ir::{port, Action, NO_BUFFER_MAX_LEN};
 use crate::key::{frag, Field, FieldValue, FlowKey, ParseDepth};
 use crate::meter::{increase_drop_precedence, MeterVerdict};
 use crate::normal::{Forward, TagOp};
 use crate::parse::{parse_to, ParseStats};
+use crate::program::Step;
 use crate::state::{FlowEntry, PortEntry, State};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -26,6 +27,9 @@ const COPY_HEADROOM: usize = crate::batch::DEFAULT_HEADROOM;
 const MAX_DEPTH: u8 = 6;
 /// Copy buffers per reader: one per nesting level plus one.
 const POOL_SIZE: usize = MAX_DEPTH as usize + 2;
+/// Tables with more rules than this get their matched entries prefetched (smaller ones stay
+/// in cache).
+const PREFETCH_ABOVE: usize = 2048;
 /// Most buckets one group executes.
 const MAX_BUCKETS: usize = 64;
 
@@ -43,11 +47,10 @@ struct Drops {
 /// A reader's preallocated per-batch working memory.
 #[derive(Debug)]
 pub(crate) struct Scratch {
-    keys: Vec<FlowKey>,
-    sets: Vec<ActionSet>,
-    frames: Vec<(usize, usize)>,
+    pkts: Vec<PacketState>,
+    /// The table each packet waits at, or [`DONE`] (compact: scanned once per stage).
     at: Vec<u8>,
-    live: Vec<bool>,
+    sets: Vec<ActionSet>,
     sel: Vec<u16>,
     slots: Vec<u32>,
     lookup: LookupScratch,
@@ -56,15 +59,25 @@ pub(crate) struct Scratch {
     drops: Drops,
 }
 
+/// One packet's progress through the pipeline (kept together: one bounds check, few lines).
+#[derive(Clone, Copy, Debug, Default)]
+struct PacketState {
+    key: FlowKey,
+    /// The frame's position in its batch buffer (pushes and pops move it).
+    start: u32,
+    len: u32,
+}
+
+/// `Scratch::at` value of a packet that left the pipeline (table ids stop at 0xfe).
+const DONE: u8 = u8::MAX;
+
 impl Scratch {
     pub fn new(max_frame: usize) -> Self {
         const RESERVE: usize = 256;
         Scratch {
-            keys: Vec::with_capacity(RESERVE),
-            sets: Vec::with_capacity(RESERVE),
-            frames: Vec::with_capacity(RESERVE),
+            pkts: Vec::with_capacity(RESERVE),
             at: Vec::with_capacity(RESERVE),
-            live: Vec::with_capacity(RESERVE),
+            sets: Vec::with_capacity(RESERVE),
             sel: Vec::with_capacity(RESERVE),
             slots: Vec::with_capacity(RESERVE),
             lookup: LookupScratch::default(),
@@ -144,11 +157,9 @@ pub(crate) fn process<S: PacketSink>(
     let n = batch.len();
     let depth = state.parse_depth();
     let Scratch {
-        keys,
-        sets,
-        frames,
+        pkts,
         at,
-        live,
+        sets,
         sel,
         slots,
         lookup,
@@ -156,23 +167,20 @@ pub(crate) fn process<S: PacketSink>(
         pool,
         drops,
     } = scratch;
-    keys.resize(n, FlowKey::default());
-    sets.resize_with(n, ActionSet::default);
-    frames.resize(n, (0, 0));
+    pkts.resize(n, PacketState::default());
     at.clear();
-    at.resize(n, 0);
-    live.clear();
-    live.resize(n, false);
+    at.resize(n, DONE);
+    sets.resize_with(n, ActionSet::default);
     slots.resize(n, NO_RULE);
 
     let mut last_port: Option<(u32, Option<&PortEntry>)> = None;
-    for i in 0..n {
-        let (Some(slot), Some((buf, start, len)), Some(key), Some(set)) = (
-            batch.slot(i),
-            batch.buffer_mut(i),
-            keys.get_mut(i),
-            sets.get_mut(i),
-        ) else {
+    for (i, ((p, set), table)) in pkts
+        .iter_mut()
+        .zip(sets.iter_mut())
+        .zip(at.iter_mut())
+        .enumerate()
+    {
+        let (Some(slot), Some((buf, start, len))) = (batch.slot(i), batch.buffer_mut(i)) else {
             continue;
         };
         let in_port = slot.in_port;
@@ -184,10 +192,10 @@ pub(crate) fn process<S: PacketSink>(
                 e
             }
         };
-        if let Some(p) = port {
-            p.counters.rx.add(lease, 1, len as u64);
-            if p.info.config.no_recv || p.info.config.down {
-                p.counters.rx_dropped.add(lease, 1, len as u64);
+        if let Some(port) = port {
+            port.counters.rx.add(lease, 1, len as u64);
+            if port.info.config.no_recv || port.info.config.down {
+                port.counters.rx_dropped.add(lease, 1, len as u64);
                 drops.other += 1;
                 continue;
             }
@@ -196,22 +204,21 @@ pub(crate) fn process<S: PacketSink>(
             buf.get(start..start + len).unwrap_or(&[]),
             in_port,
             depth,
-            key,
+            &mut p.key,
         );
         parse.record(outcome);
         if outcome.is_err() {
             drops.malformed += 1;
             continue;
         }
-        if state.config.frag == FragHandling::Drop && key.layout.frag & frag::IS_FRAGMENT != 0 {
+        if state.config.frag == FragHandling::Drop && p.key.layout.frag & frag::IS_FRAGMENT != 0 {
             drops.other += 1;
             continue;
         }
         set.clear();
-        if let (Some(f), Some(l)) = (frames.get_mut(i), live.get_mut(i)) {
-            *f = (start, len);
-            *l = true;
-        }
+        p.start = start as u32;
+        p.len = len as u32;
+        *table = 0;
     }
 
     let mut env = Env {
@@ -225,23 +232,21 @@ pub(crate) fn process<S: PacketSink>(
         parse,
         depth: MAX_DEPTH,
     };
-    while let Some(table_id) = live
-        .iter()
-        .zip(at.iter())
-        .filter(|(l, _)| **l)
-        .map(|(_, t)| *t)
-        .min()
-    {
+    loop {
+        let table_id = at.iter().copied().min().unwrap_or(DONE);
+        if table_id == DONE {
+            break;
+        }
         sel.clear();
-        sel.extend(
-            (0..n)
-                .filter(|&i| live.get(i) == Some(&true) && at.get(i) == Some(&table_id))
-                .map(|i| i as u16),
-        );
+        for (i, &t) in at.iter().enumerate() {
+            if t == table_id {
+                sel.push(i as u16);
+            }
+        }
         let Some(table) = state.table(table_id) else {
             for &i in sel.iter() {
-                if let Some(l) = live.get_mut(usize::from(i)) {
-                    *l = false;
+                if let Some(t) = at.get_mut(usize::from(i)) {
+                    *t = DONE;
                 }
             }
             env.drops.other += sel.len() as u64;
@@ -251,56 +256,55 @@ pub(crate) fn process<S: PacketSink>(
             sel.len(),
             |k| {
                 sel.get(k)
-                    .and_then(|&i| keys.get(usize::from(i)))
-                    .map_or(&ZERO_WORDS, FlowKey::words)
+                    .and_then(|&i| pkts.get(usize::from(i)))
+                    .map_or(&ZERO_WORDS, |p| p.key.words())
             },
             slots,
             lookup,
         );
-        // Start loading every matched entry, then its counters, before touching any.
-        for &s in slots.iter().take(sel.len()) {
-            table.prefetch_rule(s);
-        }
-        for &s in slots.iter().take(sel.len()) {
-            if let Some(rule) = table.rule(s) {
-                crate::classifier::hash::prefetch_read(&*rule.payload.counters);
+        let hits = slots.get(..sel.len()).unwrap_or(&[]);
+        if table.len() > PREFETCH_ABOVE {
+            // Large table: start loading every matched entry, then its counters, before
+            // touching any, so their cache misses overlap.
+            for &s in hits {
+                table.prefetch_rule(s);
+            }
+            for &s in hits {
+                if let Some(rule) = table.rule(s) {
+                    crate::classifier::hash::prefetch_read(&*rule.payload.counters);
+                }
             }
         }
         let mut matched = 0u64;
-        for (k, &i) in sel.iter().enumerate() {
+        for (&i, &s) in sel.iter().zip(hits) {
             let i = usize::from(i);
-            let rule = slots.get(k).and_then(|&s| table.rule(s));
-            let (Some(l), Some(key), Some(set), Some(fr), Some((buf, _, _))) = (
-                live.get_mut(i),
-                keys.get_mut(i),
+            let (Some(p), Some(set), Some(at_i), Some((buf, _, _))) = (
+                pkts.get_mut(i),
                 sets.get_mut(i),
-                frames.get_mut(i),
+                at.get_mut(i),
                 batch.buffer_mut(i),
             ) else {
                 continue;
             };
-            let Some(rule) = rule else {
-                *l = false;
+            let Some(rule) = table.rule(s) else {
+                *at_i = DONE;
                 env.drops.no_match += 1;
                 continue;
             };
             matched += 1;
             let entry = &rule.payload;
-            entry.counters.hit(lease, fr.1 as u64, now);
+            entry.counters.hit(lease, u64::from(p.len), now);
             let mut frame = Frame {
                 buf,
-                start: fr.0,
-                len: fr.1,
+                start: p.start as usize,
+                len: p.len as usize,
             };
-            let next = run_entry(&mut env, &mut frame, key, set, entry, table_id);
-            *fr = (frame.start, frame.len);
+            let next = run_entry(&mut env, &mut frame, &mut p.key, set, entry, table_id);
+            p.start = frame.start as u32;
+            p.len = frame.len as u32;
             match next {
-                Some(g) if g > table_id => {
-                    if let Some(a) = at.get_mut(i) {
-                        *a = g;
-                    }
-                }
-                _ => *l = false,
+                Some(g) if g > table_id && g != DONE => *at_i = g,
+                _ => *at_i = DONE,
             }
         }
         if let Some(c) = shared.tables.get(usize::from(table_id)) {
@@ -329,7 +333,7 @@ fn run_entry<S: PacketSink>(
     };
     let program = &entry.program;
     if let Some(id) = program.meter {
-        if let Some(meter) = env.state.meters.get(&id) {
+        if let Some(meter) = env.state.meters.get(id) {
             match meter.apply(env.now, frame.len) {
                 MeterVerdict::Pass => {}
                 MeterVerdict::Drop => {
@@ -364,7 +368,9 @@ fn run_entry<S: PacketSink>(
             run_sorted(env, frame, key, &mut meta, program.write());
             return None;
         }
-        set.write(program.write());
+        for step in program.write() {
+            set.write_one(Action::from(*step));
+        }
     }
     if program.goto.is_none() && !set.is_empty() {
         run_action_set(env, frame, key, set, &mut meta);
@@ -379,7 +385,7 @@ fn run_action_set<S: PacketSink>(
     set: &ActionSet,
     meta: &mut Meta,
 ) {
-    set.for_each(|a| apply_one(env, frame, key, meta, a, true) == Verdict::Continue);
+    set.for_each(|a| apply_one(env, frame, key, meta, Step::from(a), true) == Verdict::Continue);
 }
 
 fn apply_list<S: PacketSink>(
@@ -387,10 +393,26 @@ fn apply_list<S: PacketSink>(
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
     meta: &mut Meta,
+    list: &[Step],
+) -> Verdict {
+    for step in list {
+        if apply_one(env, frame, key, meta, *step, false) == Verdict::Drop {
+            return Verdict::Drop;
+        }
+    }
+    Verdict::Continue
+}
+
+/// [`apply_list`] for IR actions not compiled ahead (packet-out, InSP).
+fn apply_actions<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    meta: &mut Meta,
     list: &[Action],
 ) -> Verdict {
     for a in list {
-        if apply_one(env, frame, key, meta, *a, false) == Verdict::Drop {
+        if apply_one(env, frame, key, meta, Step::from(*a), false) == Verdict::Drop {
             return Verdict::Drop;
         }
     }
@@ -405,24 +427,35 @@ fn apply_one<S: PacketSink>(
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
     meta: &mut Meta,
-    action: Action,
+    step: Step,
     last: bool,
 ) -> Verdict {
-    match action {
-        Action::Output { port, max_len } => {
-            output(env, frame.bytes(), key, meta, port, max_len);
-            Verdict::Continue
+    match step {
+        // Physical ports first: one compare instead of the reserved-port match.
+        Step::Output(port) if port <= port::MAX && port != meta.in_port => {
+            transmit(env, port, frame.bytes(), meta)
         }
-        Action::Group(id) => {
-            run_group(env, frame, key, meta, id, last);
-            Verdict::Continue
+        Step::Output(port) => output(env, frame.bytes(), key, meta, port, 0),
+        Step::Controller(max_len) => {
+            output(env, frame.bytes(), key, meta, port::CONTROLLER, max_len)
         }
-        Action::SetQueue(q) => {
-            meta.queue = Some(q);
-            Verdict::Continue
+        Step::Group(id) => run_group(env, frame, key, meta, id, last),
+        Step::SetQueue(q) => meta.queue = Some(q),
+        Step::SetEthDst(mac) => {
+            key.eth_dst = mac;
+            frame.put_mac(0, mac);
         }
-        other => edit(env, frame, key, meta, other),
+        Step::SetEthSrc(mac) => {
+            key.eth_src = mac;
+            frame.put_mac(6, mac);
+        }
+        Step::DecNwTtl => {
+            let r = actions::dec_nw_ttl(frame, key);
+            return ttl_result(env, frame, key, meta, r);
+        }
+        Step::Other(action) => return edit(env, frame, key, meta, action),
     }
+    Verdict::Continue
 }
 
 /// Header-rewriting actions (kept out of line so the common output path stays small).
@@ -653,21 +686,27 @@ fn run_group<S: PacketSink>(
     in_place: bool,
 ) {
     let state = env.state;
-    let Some(entry) = state.groups.get(&id) else {
+    let Some(entry) = state.groups.get(id) else {
         env.drops.other += 1;
         return;
     };
     let g = &entry.group;
-    let mut chosen = [0usize; MAX_BUCKETS];
-    let n = group::choose(state, g, key, &mut chosen);
+    if g.kind == crate::datapath::GroupType::Select {
+        // The flow hash covers L3/L4 headers even when the matches did not need them.
+        actions::ensure_depth(frame, key, ParseDepth::L4);
+    }
     let len = frame.len as u64;
     g.counters.group.add(env.lease, 1, len);
-    if n == 0 {
-        env.drops.other += 1;
-        return;
-    }
-    for (k, &b) in chosen.iter().take(n).enumerate() {
-        let Some(bucket) = g.buckets.get(b) else {
+    let (first, n) = match group::choose(state, g, key) {
+        Choice::All => (0, g.buckets.len().min(MAX_BUCKETS)),
+        Choice::One(b) => (b, 1),
+        Choice::Nothing => {
+            env.drops.other += 1;
+            return;
+        }
+    };
+    for (k, b) in (first..first + n).enumerate() {
+        let Some(steps) = entry.steps.get(b) else {
             continue;
         };
         if let Some(c) = g.counters.buckets.get(b) {
@@ -676,12 +715,12 @@ fn run_group<S: PacketSink>(
         let mut bucket_meta = *meta;
         if in_place && k + 1 == n && env.depth > 0 {
             env.depth -= 1;
-            run_sorted(env, frame, key, &mut bucket_meta, &bucket.actions);
+            run_sorted(env, frame, key, &mut bucket_meta, steps);
             env.depth += 1;
         } else {
             let mut copy_key = *key;
             with_copy(env, frame.bytes(), |env, copy| {
-                run_sorted(env, copy, &mut copy_key, &mut bucket_meta, &bucket.actions);
+                run_sorted(env, copy, &mut copy_key, &mut bucket_meta, steps);
             });
         }
     }
@@ -694,11 +733,11 @@ fn run_sorted<S: PacketSink>(
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
     meta: &mut Meta,
-    list: &[Action],
+    list: &[Step],
 ) {
     let count = list.len();
-    for (i, a) in list.iter().enumerate() {
-        if apply_one(env, frame, key, meta, *a, i + 1 == count) == Verdict::Drop {
+    for (i, step) in list.iter().enumerate() {
+        if apply_one(env, frame, key, meta, *step, i + 1 == count) == Verdict::Drop {
             return;
         }
     }
@@ -749,7 +788,7 @@ fn insp<S: PacketSink>(
     template_id: u32,
     list: &[Action],
 ) {
-    let Some(template) = env.state.templates.get(&template_id) else {
+    let Some(template) = env.state.templates.get(template_id) else {
         env.drops.insp_failed += 1;
         return;
     };
@@ -780,7 +819,7 @@ fn insp<S: PacketSink>(
                 ..*meta
             };
             env.depth -= 1;
-            apply_list(env, &mut frame, &mut gen_key, &mut gen_meta, list);
+            apply_actions(env, &mut frame, &mut gen_key, &mut gen_meta, list);
             env.depth += 1;
         }
         _ => env.drops.insp_failed += 1,
@@ -876,7 +915,7 @@ pub(crate) fn packet_out<S: PacketSink>(
             table_miss: false,
             queue: None,
         };
-        apply_list(env, copy, &mut key, &mut meta, list);
+        apply_actions(env, copy, &mut key, &mut meta, list);
     });
     flush(shared, drops);
 }

@@ -10,10 +10,71 @@ use std::sync::Arc;
 /// Actions kept inside the entry; longer programs share one heap slice.
 const INLINE: usize = 4;
 
+/// An action decoded for the hot path: the frequent ones carry their operands ready to use,
+/// the rest keep the IR action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Output to a port (any but CONTROLLER, for which `max_len` matters).
+    Output(u32),
+    /// Output to CONTROLLER with its `max_len`.
+    Controller(u16),
+    Group(u32),
+    SetQueue(u32),
+    SetEthDst([u8; 6]),
+    SetEthSrc([u8; 6]),
+    DecNwTtl,
+    Other(Action),
+}
+
+impl From<Action> for Step {
+    #[inline(always)]
+    fn from(a: Action) -> Step {
+        match a {
+            Action::Output { port, max_len } if port == crate::ir::port::CONTROLLER => {
+                Step::Controller(max_len)
+            }
+            Action::Output { port, .. } => Step::Output(port),
+            Action::Group(g) => Step::Group(g),
+            Action::SetQueue(q) => Step::SetQueue(q),
+            Action::SetField(crate::key::Field::EthDst, v) => Step::SetEthDst(v.to_mac()),
+            Action::SetField(crate::key::Field::EthSrc, v) => Step::SetEthSrc(v.to_mac()),
+            Action::DecNwTtl => Step::DecNwTtl,
+            other => Step::Other(other),
+        }
+    }
+}
+
+impl From<Step> for Action {
+    fn from(s: Step) -> Action {
+        match s {
+            Step::Output(port) => Action::Output { port, max_len: 0 },
+            Step::Controller(max_len) => Action::Output {
+                port: crate::ir::port::CONTROLLER,
+                max_len,
+            },
+            Step::Group(g) => Action::Group(g),
+            Step::SetQueue(q) => Action::SetQueue(q),
+            Step::SetEthDst(mac) => {
+                Action::SetField(crate::key::Field::EthDst, crate::key::FieldValue::mac(mac))
+            }
+            Step::SetEthSrc(mac) => {
+                Action::SetField(crate::key::Field::EthSrc, crate::key::FieldValue::mac(mac))
+            }
+            Step::DecNwTtl => Action::DecNwTtl,
+            Step::Other(a) => a,
+        }
+    }
+}
+
+/// Decodes an action list.
+pub(crate) fn steps(actions: &[Action]) -> Box<[Step]> {
+    actions.iter().map(|a| Step::from(*a)).collect()
+}
+
 #[derive(Clone, Debug)]
 enum Store {
-    Inline([Action; INLINE]),
-    Heap(Arc<[Action]>),
+    Inline([Step; INLINE]),
+    Heap(Arc<[Step]>),
 }
 
 /// The InSP instruction's parameters.
@@ -57,7 +118,7 @@ impl Program {
         let mut apply: Vec<Action> = Vec::new();
         let mut write: Vec<Action> = Vec::new();
         let mut p = Program {
-            store: Store::Inline([Action::PopVlan; INLINE]),
+            store: Store::Inline([Step::SetQueue(0); INLINE]),
             apply_len: 0,
             write_len: 0,
             meter: None,
@@ -92,13 +153,14 @@ impl Program {
         let write = action_set_order(&write);
         p.apply_len = u16::try_from(apply.len()).unwrap_or(u16::MAX);
         p.write_len = u16::try_from(write.len()).unwrap_or(u16::MAX);
-        let all: Vec<Action> = apply
+        let all: Vec<Step> = apply
             .into_iter()
             .take(usize::from(p.apply_len))
             .chain(write.into_iter().take(usize::from(p.write_len)))
+            .map(Step::from)
             .collect();
         p.store = if all.len() <= INLINE {
-            let mut inline = [Action::PopVlan; INLINE];
+            let mut inline = [Step::SetQueue(0); INLINE];
             for (slot, a) in inline.iter_mut().zip(&all) {
                 *slot = *a;
             }
@@ -109,7 +171,7 @@ impl Program {
         p
     }
 
-    fn all(&self) -> &[Action] {
+    fn all(&self) -> &[Step] {
         match &self.store {
             Store::Inline(a) => a,
             Store::Heap(a) => a,
@@ -118,13 +180,13 @@ impl Program {
 
     /// The Apply-Actions list, in order.
     #[inline(always)]
-    pub fn apply(&self) -> &[Action] {
+    pub fn apply(&self) -> &[Step] {
         self.all().get(..usize::from(self.apply_len)).unwrap_or(&[])
     }
 
     /// The Write-Actions, in action-set order.
     #[inline(always)]
-    pub fn write(&self) -> &[Action] {
+    pub fn write(&self) -> &[Step] {
         let start = usize::from(self.apply_len);
         self.all()
             .get(start..start + usize::from(self.write_len))

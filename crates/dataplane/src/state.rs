@@ -5,11 +5,10 @@ use crate::classifier::hash::SeededMap;
 use crate::classifier::Classifier;
 use crate::counters::{FlowCounters, PortCounters};
 use crate::datapath::{FlowId, Group, Op, PortInfo, SwitchConfig};
-use crate::ir::{Action, Instruction};
-use crate::key::{Field, ParseDepth};
+use crate::key::ParseDepth;
 use crate::meter::Meter;
 use crate::normal::{NormalPorts, PortVlanMode};
-use crate::program::Program;
+use crate::program::{Program, Step};
 use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,10 +22,8 @@ pub(crate) struct FlowEntry {
     /// Priority 0 and match-all: a CONTROLLER output reports `NO_MATCH`.
     pub table_miss: bool,
     pub program: Program,
-    /// Parse depth the entry's match and actions need.
+    /// Parse depth the match needs (actions parse deeper on demand).
     pub depth: ParseDepth,
-    /// Parse depth the match alone needs.
-    pub match_depth: ParseDepth,
 }
 
 #[derive(Clone, Debug)]
@@ -96,10 +93,61 @@ impl PortTable {
     }
 }
 
+/// Ids below this are looked up by index (groups, meters, templates are numbered densely by
+/// controllers); others in a seeded map.
+const DENSE_IDS: usize = 4096;
+
+/// A map from OpenFlow ids (group, meter, template) fast to read on the hot path.
+#[derive(Clone, Debug)]
+pub(crate) struct IdMap<T> {
+    dense: Vec<Option<T>>,
+    sparse: SeededMap<u32, T>,
+}
+
+impl<T> Default for IdMap<T> {
+    fn default() -> Self {
+        IdMap {
+            dense: Vec::new(),
+            sparse: SeededMap::default(),
+        }
+    }
+}
+
+impl<T: Clone> IdMap<T> {
+    #[inline(always)]
+    pub fn get(&self, id: u32) -> Option<&T> {
+        match self.dense.get(id as usize) {
+            Some(v) => v.as_ref(),
+            None if id as usize >= DENSE_IDS => self.sparse.get(&id),
+            None => None,
+        }
+    }
+
+    fn insert(&mut self, id: u32, value: T) -> Option<T> {
+        let i = id as usize;
+        if i < DENSE_IDS {
+            if self.dense.len() <= i {
+                self.dense.resize(i + 1, None);
+            }
+            self.dense.get_mut(i).and_then(|slot| slot.replace(value))
+        } else {
+            self.sparse.insert(id, value)
+        }
+    }
+
+    fn remove(&mut self, id: u32) -> Option<T> {
+        match self.dense.get_mut(id as usize) {
+            Some(slot) => slot.take(),
+            None => self.sparse.remove(&id),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct GroupEntry {
     pub group: Arc<Group>,
-    pub depth: ParseDepth,
+    /// Each bucket's actions (in action-set order) decoded for the hot path.
+    pub steps: Vec<Box<[Step]>>,
 }
 
 /// The internal op: [`Op`] with the writer-side additions both copies must share.
@@ -118,57 +166,25 @@ pub(crate) enum Update {
 #[derive(Clone)]
 pub(crate) struct State {
     pub tables: Vec<Classifier<FlowEntry>>,
-    pub groups: SeededMap<u32, GroupEntry>,
-    pub meters: SeededMap<u32, Arc<Meter>>,
-    pub templates: SeededMap<u32, Arc<PacketTemplate>>,
+    pub groups: IdMap<GroupEntry>,
+    pub meters: IdMap<Arc<Meter>>,
+    pub templates: IdMap<Arc<PacketTemplate>>,
     /// Ordered so FLOOD/ALL emit in port order.
     pub ports: PortTable,
     pub config: SwitchConfig,
     /// VLAN modes of the ports, for NORMAL.
     pub normal_ports: NormalPorts,
-    /// Number of flows and groups needing each parse depth.
+    /// Number of flows whose match needs each parse depth.
     depth_counts: [u32; 3],
-}
-
-fn actions_depth(actions: &[Action]) -> ParseDepth {
-    actions
-        .iter()
-        .map(|a| match a {
-            Action::SetField(f, _) => match f {
-                Field::IpDscp | Field::IpEcn => ParseDepth::L3,
-                f => f.depth(),
-            },
-            Action::SetNwTtl(_) | Action::DecNwTtl | Action::CopyTtlIn | Action::CopyTtlOut => {
-                ParseDepth::L3
-            }
-            // Group buckets may rewrite anything; NORMAL and InSP only need L2.
-            Action::Group(_) => ParseDepth::L4,
-            _ => ParseDepth::L2,
-        })
-        .max()
-        .unwrap_or(ParseDepth::L2)
-}
-
-fn instructions_depth(instructions: &[Instruction]) -> ParseDepth {
-    instructions
-        .iter()
-        .map(|i| match i {
-            Instruction::ApplyActions(a)
-            | Instruction::WriteActions(a)
-            | Instruction::Insp { actions: a, .. } => actions_depth(a),
-            _ => ParseDepth::L2,
-        })
-        .max()
-        .unwrap_or(ParseDepth::L2)
 }
 
 impl State {
     pub fn new(n_tables: u8) -> Self {
         State {
             tables: (0..n_tables).map(|_| Classifier::default()).collect(),
-            groups: SeededMap::default(),
-            meters: SeededMap::default(),
-            templates: SeededMap::default(),
+            groups: IdMap::default(),
+            meters: IdMap::default(),
+            templates: IdMap::default(),
             ports: PortTable::default(),
             config: SwitchConfig::default(),
             normal_ports: NormalPorts::new(),
@@ -176,7 +192,8 @@ impl State {
         }
     }
 
-    /// The deepest parse any installed flow or group needs.
+    /// The deepest parse any installed match needs; actions needing deeper headers parse
+    /// further on demand (`actions::ensure_depth`).
     pub fn parse_depth(&self) -> ParseDepth {
         match self.depth_counts {
             [_, _, n] if n > 0 => ParseDepth::L4,
@@ -244,12 +261,10 @@ impl State {
                 counters,
             } => {
                 self.remove_flow(*table, *id);
-                let match_depth = match_.fields().depth();
-                let depth = match_depth.max(instructions_depth(instructions));
+                let depth = match_.fields().depth();
                 let entry = FlowEntry {
                     id: *id,
                     program: Program::compile(instructions),
-                    match_depth,
                     counters: Arc::clone(counters),
                     table_miss: *priority == 0 && match_.mask.words().iter().all(|w| *w == 0),
                     depth,
@@ -265,51 +280,35 @@ impl State {
                 id,
                 instructions,
             } => {
-                let new_depth = instructions_depth(instructions);
-                let mut change = None;
                 if let Some(e) = self
                     .tables
                     .get_mut(usize::from(*table))
                     .and_then(|t| t.payload_mut(id.0))
                 {
                     e.program = Program::compile(instructions);
-                    let old = e.depth;
-                    e.depth = e.match_depth.max(new_depth);
-                    change = Some((old, e.depth));
-                }
-                if let Some((old, new)) = change {
-                    self.count_depth(old, false);
-                    self.count_depth(new, true);
                 }
             }
             Op::SetGroup { id, group } => {
-                let depth = group
+                let group = crate::group::normalize(group);
+                let steps = group
                     .buckets
                     .iter()
-                    .map(|b| actions_depth(&b.actions))
-                    .max()
-                    .unwrap_or(ParseDepth::L2);
-                if let Some(old) = self.groups.insert(
-                    *id,
-                    GroupEntry {
-                        group: Arc::new(crate::group::normalize(group)),
-                        depth,
-                    },
-                ) {
-                    self.count_depth(old.depth, false);
-                }
-                self.count_depth(depth, true);
+                    .map(|b| crate::program::steps(&b.actions))
+                    .collect();
+                let entry = GroupEntry {
+                    group: Arc::new(group),
+                    steps,
+                };
+                self.groups.insert(*id, entry);
             }
             Op::RemoveGroup { id } => {
-                if let Some(old) = self.groups.remove(id) {
-                    self.count_depth(old.depth, false);
-                }
+                self.groups.remove(*id);
             }
             Op::SetMeter { id, meter } => {
                 self.meters.insert(*id, Arc::clone(meter));
             }
             Op::RemoveMeter { id } => {
-                self.meters.remove(id);
+                self.meters.remove(*id);
             }
             Op::SetPort { .. } => {}
             Op::RemovePort { port_no } => {
@@ -331,7 +330,7 @@ impl State {
                 self.templates.insert(*id, Arc::clone(template));
             }
             Op::RemoveTemplate { id } => {
-                self.templates.remove(id);
+                self.templates.remove(*id);
             }
         }
     }

@@ -242,7 +242,7 @@ fn table_miss_drops_without_an_entry_and_reports_no_match_with_one() {
         .buffers
         .take(pin.buffer_id)
         .expect("buffered packet");
-    assert_eq!(stored, pkt());
+    assert_eq!(stored, (1, pkt()));
 }
 
 #[test]

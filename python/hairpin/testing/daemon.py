@@ -325,10 +325,17 @@ class OfClient:
             return msg
 
     def recv_closed(self, timeout: float) -> list[OfMessage]:
-        """Reads until the switch closes the connection; returns what came before the close."""
-        self.sock.settimeout(timeout)
+        """Reads until the switch closes the connection; returns what came before the close.
+
+        Raises TimeoutError if the connection is still open after `timeout` seconds.
+        """
+        deadline = time.monotonic() + timeout
         received = []
         while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"connection still open after {timeout} s: {received}")
+            self.sock.settimeout(remaining)
             try:
                 received.append(self.recv())
             except ConnectionError:

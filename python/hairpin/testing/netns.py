@@ -52,7 +52,7 @@ class Namespace:
         self.run("sysctl", "-qw", *settings)
 
     def ping(self, address: str, count: int = 3) -> bool:
-        """True when every one of ``count`` pings to ``address`` is answered."""
+        """True when at least one of ``count`` pings to ``address`` is answered."""
         result = self.run(
             "ping", "-q", "-c", str(count), "-i", "0.2", "-W", "2", address, check=False
         )

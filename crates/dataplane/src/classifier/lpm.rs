@@ -397,7 +397,7 @@ impl LpmPlan {
         subtables: &[Option<Subtable>],
         rules: &[Option<Rule<P>>],
     ) -> Option<usize> {
-        if !self.priorities_consistent(subtables) {
+        if !self.priorities_consistent(subtables) || rules.len() >= SLOT_MASK as usize {
             return None;
         }
         let mut first = true;
@@ -407,7 +407,12 @@ impl LpmPlan {
                 continue;
             }
             if first {
-                for ((s, k), m) in self.signature.iter_mut().zip(&r.key).zip(&self.base_mask) {
+                for ((s, k), m) in self
+                    .signature
+                    .iter_mut()
+                    .zip(r.key.iter())
+                    .zip(&self.base_mask)
+                {
                     *s = k & m;
                 }
                 first = false;
@@ -449,6 +454,10 @@ impl LpmPlan {
         let Some(rule) = rules.get(slot as usize).and_then(Option::as_ref) else {
             return false;
         };
+        if slot >= SLOT_MASK {
+            // Leaves hold 25-bit slots: a table this large falls back to tuple space search.
+            return false;
+        }
         if !self.signature_of(&rule.key) || !self.priorities_consistent(subtables) {
             return false;
         }

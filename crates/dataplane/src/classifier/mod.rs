@@ -10,14 +10,18 @@
 //!   sorted by their maximum priority and the search stops as soon as the best match found so
 //!   far outranks the next subtable's maximum.
 //!
-//! Tuple space explosion (seed 000 ref. [33]) is an attack on caches that *learn* masks from
+//! Tuple space explosion (seed 000 ref. 33) is an attack on caches that *learn* masks from
 //! traffic (OVS megaflows). Here no mask is ever derived from packets: the number of subtables
 //! is bounded by the distinct masks the controller installed, traffic cannot add one, and keys
 //! are hashed with a per-process random seed so colliding keys cannot be crafted. There is no
 //! microflow cache at all; the specialised structures are the fast path.
 //!
 //! Every update is incremental: insert/remove touch one subtable (and the LPM table's covered
-//! range); only a change of the set of masks re-examines the table's layout.
+//! range); only a change of the set of masks (a first rule with a new mask, or the last one of
+//! a mask removed) re-examines the table's layout, in O(rules). A routing table of any size
+//! goes through at most 33 such changes per prefix field. A rule that breaks the LPM
+//! conditions demotes the family to tuple space search at once; it is re-examined at the next
+//! mask-set change.
 
 pub mod hash;
 pub mod lpm;
@@ -49,8 +53,8 @@ pub struct Rule<P> {
     pub payload: P,
     pub id: u64,
     pub priority: u16,
-    /// Masked key values.
-    key: Words,
+    /// Masked key values (boxed: the hot path compares index entries, not this).
+    key: Box<Words>,
     subtable: u32,
     /// Next rule with the same masked key in the same subtable (lower or equal priority).
     next: u32,
@@ -67,6 +71,7 @@ impl<P> Rule<P> {
 #[derive(Debug, Default)]
 pub struct LookupScratch {
     hashes: Vec<u64>,
+    word0: Vec<u64>,
     best: Vec<i32>,
     hits: Vec<(u32, u32)>,
 }
@@ -191,7 +196,7 @@ impl<P> Classifier<P> {
             id,
             priority,
             payload,
-            key,
+            key: Box::new(key),
             subtable: sub_id,
             next: NO_RULE,
         });
@@ -232,7 +237,7 @@ impl<P> Classifier<P> {
         let slot = self.by_id.remove(&id)?;
         let (sub_id, priority, key) = {
             let r = self.rule(slot)?;
-            (r.subtable, r.priority, r.key)
+            (r.subtable, r.priority, *r.key)
         };
         let Some(Some(sub)) = self.subtables.get_mut(sub_id as usize) else {
             return None;
@@ -427,11 +432,11 @@ impl<P> Classifier<P> {
         out: &mut [u32],
         scratch: &mut LookupScratch,
     ) {
-        scratch.hashes.clear();
+        let n = n.min(out.len());
         scratch.hashes.resize(n, 0);
+        scratch.word0.resize(n, 0);
         scratch.best.clear();
         scratch.best.resize(n, -1);
-        let n = n.min(out.len());
         for o in out.iter_mut().take(n) {
             *o = NO_RULE;
         }
@@ -443,15 +448,18 @@ impl<P> Classifier<P> {
                         continue;
                     };
                     let mut pending = 0usize;
-                    for (i, (h, b)) in scratch
+                    let single = sub.words.len() <= 1;
+                    for (i, ((h, w0), b)) in scratch
                         .hashes
                         .iter_mut()
+                        .zip(scratch.word0.iter_mut())
                         .zip(&scratch.best)
                         .enumerate()
-                        .take(n)
                     {
                         if *b < max {
-                            *h = hash_masked(self.seed, key(i), &sub.mask, &sub.words);
+                            let k = key(i);
+                            *h = hash_masked(self.seed, k, &sub.mask, &sub.words);
+                            *w0 = sub.word0(k);
                             sub.index.prefetch(*h);
                             pending += 1;
                         }
@@ -459,16 +467,21 @@ impl<P> Classifier<P> {
                     if pending == 0 {
                         break;
                     }
-                    for (i, ((h, b), o)) in scratch
+                    for (i, (((h, w0), b), o)) in scratch
                         .hashes
                         .iter()
+                        .zip(&scratch.word0)
                         .zip(scratch.best.iter_mut())
                         .zip(out.iter_mut())
                         .enumerate()
-                        .take(n)
                     {
                         if *b < max {
-                            if let Some(e) = self.find_entry(sub, *h, key(i)) {
+                            let found = sub.index.find(*h, *w0, |s| {
+                                single
+                                    || rule_key(&self.rules, s)
+                                        .is_some_and(|k| sub.rest_eq(key(i), k))
+                            });
+                            if let Some(e) = found {
                                 let p = i32::from(e.priority);
                                 if p > *b {
                                     *b = p;
@@ -522,7 +535,7 @@ fn rule_key<P>(rules: &[Option<Rule<P>>], slot: u32) -> Option<&Words> {
     rules
         .get(slot as usize)
         .and_then(Option::as_ref)
-        .map(|r| &r.key)
+        .map(|r| &*r.key)
 }
 
 fn next_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> u32 {

@@ -20,6 +20,9 @@ pub struct Subtable {
     prios: BTreeMap<u16, u32>,
     /// Creation sequence number: the deterministic tie-break between equal maxima.
     pub seq: u64,
+    /// Position and mask of the first significant word (`word0`), 0 and 0 when none.
+    first: usize,
+    first_mask: u64,
 }
 
 impl Subtable {
@@ -30,12 +33,19 @@ impl Subtable {
             .filter(|(_, w)| **w != 0)
             .filter_map(|(i, _)| u8::try_from(i).ok())
             .collect();
+        let (first, first_mask) = mask
+            .iter()
+            .enumerate()
+            .find(|(_, w)| **w != 0)
+            .map_or((0, 0), |(i, w)| (i, *w));
         Subtable {
             mask,
             words,
             index: RawIndex::default(),
             prios: BTreeMap::new(),
             seq,
+            first,
+            first_mask,
         }
     }
 
@@ -69,13 +79,7 @@ impl Subtable {
     /// The first significant word of `key & mask` (stored in the index entries).
     #[inline(always)]
     pub fn word0(&self, key: &Words) -> u64 {
-        match self.words.first() {
-            Some(&i) => {
-                let i = usize::from(i);
-                key.get(i).copied().unwrap_or(0) & self.mask.get(i).copied().unwrap_or(0)
-            }
-            None => 0,
-        }
+        key.get(self.first).copied().unwrap_or(0) & self.first_mask
     }
 
     /// Whether `key & mask` equals the masked rule key `rule` on the significant words after
