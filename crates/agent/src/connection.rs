@@ -45,7 +45,9 @@ fn handle_batch(
         let Some(len) = ofp::peek_message_len(rest) else {
             break;
         };
-        let declared = rest.get(2..4).map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])));
+        let declared = rest
+            .get(2..4)
+            .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])));
         if declared < OFP_HEADER_LEN {
             // The length field cannot be trusted: no later message can be found.
             let xid = rest

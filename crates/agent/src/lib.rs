@@ -61,7 +61,9 @@ impl Shared {
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock would be a bug; the state itself stays consistent
         // because every change validates before it mutates.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

@@ -95,15 +95,27 @@ mod tests {
         let mut roles = Roles::default();
         roles.connect(1);
         roles.connect(2);
-        assert_eq!(roles.request(1, ControllerRole::Master, 10), Ok((ControllerRole::Master, 10)));
-        assert_eq!(roles.request(2, ControllerRole::Master, 11), Ok((ControllerRole::Master, 11)));
+        assert_eq!(
+            roles.request(1, ControllerRole::Master, 10),
+            Ok((ControllerRole::Master, 10))
+        );
+        assert_eq!(
+            roles.request(2, ControllerRole::Master, 11),
+            Ok((ControllerRole::Master, 11))
+        );
         assert_eq!(roles.role(1), ControllerRole::Slave);
         assert_eq!(
             roles.request(1, ControllerRole::Master, 10),
             Err(OfpError::RoleRequestFailed(RoleRequestFailedCode::Stale))
         );
-        assert_eq!(roles.request(1, ControllerRole::NoChange, 0), Ok((ControllerRole::Slave, 11)));
-        assert_eq!(roles.request(1, ControllerRole::Equal, 0), Ok((ControllerRole::Equal, 11)));
+        assert_eq!(
+            roles.request(1, ControllerRole::NoChange, 0),
+            Ok((ControllerRole::Slave, 11))
+        );
+        assert_eq!(
+            roles.request(1, ControllerRole::Equal, 0),
+            Ok((ControllerRole::Equal, 11))
+        );
         // Wrap-around: a generation just past u64::MAX is newer.
         let mut roles = Roles::default();
         roles.connect(1);

@@ -4,8 +4,7 @@
 
 use ofp::{
     AsyncConfig, BadRequestCode, ControllerRole, ErrorMsg, FlowRemoved, Header, HelloFailedCode,
-    Message, MultipartReply, OfpError, PacketIn, PortStatus, RoleMsg,
-    OFP_VERSION,
+    Message, MultipartReply, OfpError, PacketIn, PortStatus, RoleMsg, OFP_VERSION,
 };
 use switch_core::Switch;
 
@@ -163,9 +162,7 @@ impl Session {
 
     fn on_hello(&mut self, xid: u32, version: u8, bitmap: Option<&[u32]>, raw: &[u8]) -> Outcome {
         let supports_13 = match bitmap {
-            Some(words) => words
-                .first()
-                .is_some_and(|w| w & (1 << OFP_VERSION) != 0),
+            Some(words) => words.first().is_some_and(|w| w & (1 << OFP_VERSION) != 0),
             None => version >= OFP_VERSION,
         };
         if supports_13 {
@@ -193,8 +190,12 @@ impl Session {
         Ok(match msg {
             Message::EchoRequest(data) => Outcome::reply(xid, Message::EchoReply(data)),
             Message::EchoReply(_) | Message::Error(_) => Outcome::default(),
-            Message::FeaturesRequest => Outcome::reply(xid, Message::FeaturesReply(switch.features())),
-            Message::GetConfigRequest => Outcome::reply(xid, Message::GetConfigReply(switch.config())),
+            Message::FeaturesRequest => {
+                Outcome::reply(xid, Message::FeaturesReply(switch.features()))
+            }
+            Message::GetConfigRequest => {
+                Outcome::reply(xid, Message::GetConfigReply(switch.config()))
+            }
             Message::SetConfig(config) => {
                 switch.set_config(&config)?;
                 Outcome::default()
@@ -212,7 +213,11 @@ impl Session {
                 ..Outcome::default()
             },
             Message::PortMod(pm) => Outcome {
-                events: switch.port_mod(&pm)?.map(Event::PortStatus).into_iter().collect(),
+                events: switch
+                    .port_mod(&pm)?
+                    .map(Event::PortStatus)
+                    .into_iter()
+                    .collect(),
                 ..Outcome::default()
             },
             Message::TableMod(tm) => {
@@ -232,7 +237,10 @@ impl Session {
                     return Ok(Outcome::default());
                 };
                 let body = switch.multipart(&body, now_ns)?;
-                Outcome::reply(xid, Message::MultipartReply(MultipartReply { flags: 0, body }))
+                Outcome::reply(
+                    xid,
+                    Message::MultipartReply(MultipartReply { flags: 0, body }),
+                )
             }
             Message::BarrierRequest => {
                 switch.publish();
@@ -263,7 +271,9 @@ impl Session {
                     }),
                 )
             }
-            Message::GetAsyncRequest => Outcome::reply(xid, Message::GetAsyncReply(self.async_config)),
+            Message::GetAsyncRequest => {
+                Outcome::reply(xid, Message::GetAsyncReply(self.async_config))
+            }
             Message::SetAsync(config) => {
                 self.async_config = config;
                 Outcome::default()
@@ -281,7 +291,9 @@ impl Session {
             | Message::BarrierReply
             | Message::QueueGetConfigReply(_)
             | Message::RoleReply(_)
-            | Message::GetAsyncReply(_) => return Err(OfpError::BadRequest(BadRequestCode::BadType)),
+            | Message::GetAsyncReply(_) => {
+                return Err(OfpError::BadRequest(BadRequestCode::BadType))
+            }
         })
     }
 }
@@ -307,7 +319,9 @@ impl Session {
                 };
                 tables.extend(part);
                 if tables.len() > MAX_BUFFERED_TABLE_FEATURES {
-                    return Err(OfpError::BadRequest(BadRequestCode::MultipartBufferOverflow));
+                    return Err(OfpError::BadRequest(
+                        BadRequestCode::MultipartBufferOverflow,
+                    ));
                 }
                 if more {
                     self.pending_table_features = Some((xid, tables));

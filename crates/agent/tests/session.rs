@@ -78,10 +78,22 @@ fn hello_without_13_fails_and_closes() {
     );
     assert_eq!(out.replies[0].0, 3);
     // Without a bitmap, the header version decides: an OpenFlow 1.0 peer cannot talk 1.3.
-    let out = Session::new(2).on_message(&mut st, &header(1, 4), Message::Hello(Hello::default()), &[], 0);
+    let out = Session::new(2).on_message(
+        &mut st,
+        &header(1, 4),
+        Message::Hello(Hello::default()),
+        &[],
+        0,
+    );
     assert!(out.close);
     // A newer peer without a bitmap negotiates down to 1.3.
-    let out = Session::new(3).on_message(&mut st, &header(6, 5), Message::Hello(Hello::default()), &[], 0);
+    let out = Session::new(3).on_message(
+        &mut st,
+        &header(6, 5),
+        Message::Hello(Hello::default()),
+        &[],
+        0,
+    );
     assert!(!out.close && out.replies.is_empty());
 }
 
@@ -92,7 +104,13 @@ fn requests_before_hello_and_with_wrong_version_are_refused() {
     let out = s.on_message(&mut st, &header(4, 8), Message::FeaturesRequest, &[], 0);
     assert!(out.close);
     let mut s = negotiated(&mut st, 2);
-    let out = s.on_message(&mut st, &header(5, 9), Message::FeaturesRequest, &[1, 2, 3], 0);
+    let out = s.on_message(
+        &mut st,
+        &header(5, 9),
+        Message::FeaturesRequest,
+        &[1, 2, 3],
+        0,
+    );
     assert_eq!(
         error_of(&out.replies[0].1),
         OfpError::BadRequest(BadRequestCode::BadVersion)
@@ -109,18 +127,44 @@ fn slaves_cannot_modify_and_stale_generations_fail() {
     let mut st = state();
     let mut a = negotiated(&mut st, 1);
     let mut b = negotiated(&mut st, 2);
-    let role = |r, g| Message::RoleRequest(RoleMsg {
-        role: r,
-        generation_id: g,
-    });
-    let out = a.on_message(&mut st, &header(4, 1), role(ControllerRole::Master, 5), &[], 0);
-    assert!(matches!(out.replies[0].1, Message::RoleReply(RoleMsg { role: ControllerRole::Master, generation_id: 5 })));
-    let out = b.on_message(&mut st, &header(4, 2), role(ControllerRole::Master, 4), &[], 0);
+    let role = |r, g| {
+        Message::RoleRequest(RoleMsg {
+            role: r,
+            generation_id: g,
+        })
+    };
+    let out = a.on_message(
+        &mut st,
+        &header(4, 1),
+        role(ControllerRole::Master, 5),
+        &[],
+        0,
+    );
+    assert!(matches!(
+        out.replies[0].1,
+        Message::RoleReply(RoleMsg {
+            role: ControllerRole::Master,
+            generation_id: 5
+        })
+    ));
+    let out = b.on_message(
+        &mut st,
+        &header(4, 2),
+        role(ControllerRole::Master, 4),
+        &[],
+        0,
+    );
     assert_eq!(
         error_of(&out.replies[0].1),
         OfpError::RoleRequestFailed(RoleRequestFailedCode::Stale)
     );
-    b.on_message(&mut st, &header(4, 3), role(ControllerRole::Master, 6), &[], 0);
+    b.on_message(
+        &mut st,
+        &header(4, 3),
+        role(ControllerRole::Master, 6),
+        &[],
+        0,
+    );
     assert_eq!(st.roles.role(1), ControllerRole::Slave);
     let out = a.on_message(
         &mut st,
@@ -156,7 +200,10 @@ fn async_config_filters_events_per_role() {
         match_: Match::default(),
     });
     assert!(s.wants(ControllerRole::Equal, &removed));
-    assert!(!s.wants(ControllerRole::Slave, &removed), "slaves get no flow-removed by default");
+    assert!(
+        !s.wants(ControllerRole::Slave, &removed),
+        "slaves get no flow-removed by default"
+    );
     let config = ofp::AsyncConfig {
         flow_removed_mask: [0, 1 << ofp::OFPRR_DELETE],
         ..Default::default()
@@ -179,7 +226,13 @@ fn multipart_requests_in_parts_are_joined() {
         })
     };
     let table = ofp::TableFeatures::default();
-    let out = s.on_message(&mut st, &header(4, 7), part(ofp::OFPMPF_REQ_MORE, vec![table.clone()]), &[], 0);
+    let out = s.on_message(
+        &mut st,
+        &header(4, 7),
+        part(ofp::OFPMPF_REQ_MORE, vec![table.clone()]),
+        &[],
+        0,
+    );
     assert!(out.replies.is_empty(), "no reply before the last part");
     let out = s.on_message(&mut st, &header(4, 7), part(0, vec![table]), &[], 0);
     assert_eq!(

@@ -38,7 +38,11 @@ pub enum RxRing {
 
 /// `hairpind` command line.
 #[derive(Debug, Parser)]
-#[command(name = "hairpind", version, about = "Hairpin OpenFlow 1.3 switch daemon")]
+#[command(
+    name = "hairpind",
+    version,
+    about = "Hairpin OpenFlow 1.3 switch daemon"
+)]
 pub struct Cli {
     /// TOML file with the same settings as the flags below.
     #[arg(long, value_name = "FILE")]
@@ -179,29 +183,29 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// Line on which `key = ...` (or `"key" = ...`) is written, used for errors that arise after
 /// deserialising (values that are well-typed but invalid).
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    text.lines().position(|line| {
-        let line = line.trim_start();
-        let rest = line
-            .strip_prefix(key)
-            .or_else(|| line.strip_prefix(&format!("\"{key}\"")));
-        rest.is_some_and(|r| r.trim_start().starts_with('='))
-    })
-    .map(|i| i + 1)
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            let rest = line
+                .strip_prefix(key)
+                .or_else(|| line.strip_prefix(&format!("\"{key}\"")));
+            rest.is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }
 
 fn parse_file_text(path: &Path, text: &str) -> Result<FileSettings, ConfigError> {
     let deserializer = toml::Deserializer::new(text);
-    let settings: FileSettings =
-        serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let field = e.path().to_string();
-            let inner = e.into_inner();
-            ConfigError {
-                file: Some(path.to_path_buf()),
-                line: inner.span().map(|span| line_of(text, span.start)),
-                field: if field == "." { String::new() } else { field },
-                message: inner.message().to_string(),
-            }
-        })?;
+    let settings: FileSettings = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        ConfigError {
+            file: Some(path.to_path_buf()),
+            line: inner.span().map(|span| line_of(text, span.start)),
+            field: if field == "." { String::new() } else { field },
+            message: inner.message().to_string(),
+        }
+    })?;
     Ok(settings)
 }
 
@@ -244,7 +248,9 @@ impl Settings {
             settings.rx_ring = ring;
         }
         if settings.listen.is_empty() {
-            settings.listen.push(ListenTarget::Unix(PathBuf::from(DEFAULT_MGMT_SOCKET)));
+            settings
+                .listen
+                .push(ListenTarget::Unix(PathBuf::from(DEFAULT_MGMT_SOCKET)));
         }
         if settings.datapath_threads == 0 {
             return Err(ConfigError {
@@ -365,7 +371,11 @@ mod tests {
         assert_eq!(err.line, Some(2));
         assert_eq!(err.field, "fail_mode");
         assert!(err.file.is_some());
-        assert!(err.to_string().contains("hairpin.toml:2: field `fail_mode`"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("hairpin.toml:2: field `fail_mode`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -214,7 +214,8 @@ pub fn run(mut ctx: ThreadContext) {
             if legacy {
                 for j in 0..batch.len() {
                     if let Some((in_port, frame)) = batch.packet(j) {
-                        ctx.reader.packet_out(now, in_port, &NORMAL, frame, &mut sink);
+                        ctx.reader
+                            .packet_out(now, in_port, &NORMAL, frame, &mut sink);
                     }
                 }
             } else {
@@ -277,7 +278,11 @@ impl PollSet {
         // SAFETY: `self.0` is a valid array of `self.0.len()` initialised pollfd structs that
         // outlives the call.
         unsafe {
-            libc::poll(self.0.as_mut_ptr(), self.0.len() as libc::nfds_t, timeout_ms);
+            libc::poll(
+                self.0.as_mut_ptr(),
+                self.0.len() as libc::nfds_t,
+                timeout_ms,
+            );
         }
     }
 }

@@ -11,9 +11,7 @@ use std::thread::JoinHandle;
 use agent::session::Event;
 use agent::Agent;
 use ofp::{Port, PortConfig, PortState};
-use ports::{
-    link_info, AfPacketPort, AnyPort, LinkChange, LinkMonitor, PortOptions, RingKind,
-};
+use ports::{link_info, AfPacketPort, AnyPort, LinkChange, LinkMonitor, PortOptions, RingKind};
 
 use crate::config::RxRing;
 use crate::datapath::PortSet;
@@ -41,7 +39,10 @@ fn speed_feature(mbps: u32) -> u32 {
 pub fn describe(port_no: u32, ifname: &str) -> io::Result<Port> {
     let info = link_info(ifname).map_err(|e| io::Error::new(e.kind(), format!("{ifname}: {e}")))?;
     let (features, kbps) = match info.speed_mbps {
-        Some(mbps) => (speed_feature(mbps) | ofp::OFPPF_COPPER, mbps.saturating_mul(1000)),
+        Some(mbps) => (
+            speed_feature(mbps) | ofp::OFPPF_COPPER,
+            mbps.saturating_mul(1000),
+        ),
         None => (0, 0),
     };
     Ok(Port {

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use dataplane::datapath::DatapathConfig;
 use ofp::{
-    Action, FlowMod, FlowModCommand, FlowModFlags, Instruction, Match, Message, OxmField,
-    OxmValue, OFPG_ANY, OFPP_ANY, OFP_NO_BUFFER,
+    Action, FlowMod, FlowModCommand, FlowModFlags, Instruction, Match, Message, OxmField, OxmValue,
+    OFPG_ANY, OFPP_ANY, OFP_NO_BUFFER,
 };
 use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
 
@@ -79,7 +79,11 @@ fn main() {
         if (i + 1) % 25_000 == 0 {
             let now = Instant::now();
             let rate = 25_000.0 / (now - last).as_secs_f64();
-            println!("entries {:>7}: {:>10.0} flow-mods/s (last 25K)", i + 1, rate);
+            println!(
+                "entries {:>7}: {:>10.0} flow-mods/s (last 25K)",
+                i + 1,
+                rate
+            );
             last = now;
         }
     }
@@ -104,7 +108,12 @@ fn cpu_seconds() -> f64 {
     let fields: Vec<&str> = stat
         .rsplit_once(')')
         .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // Fields after the command name: state is index 0, utime 11, stime 12.
     (ticks(11) + ticks(12)) / 100.0
 }

@@ -2,8 +2,8 @@
 //! features. Controllers (ovs-ofctl, Faucet) plan their pipelines from these, so they say
 //! exactly what the switch core and datapath implement.
 
-use ofp::{OxmId, TableFeatureProp, TableFeatures, TypeId};
 use ofp::{Desc, GroupFeatures, MeterFeatures, OxmFieldId};
+use ofp::{OxmId, TableFeatureProp, TableFeatures, TypeId};
 
 use crate::{groups, meters};
 
@@ -11,7 +11,9 @@ use crate::{groups, meters};
 /// experimenter instruction through its own extension).
 const INSTRUCTIONS: [u16; 6] = [1, 2, 3, 4, 5, 6];
 /// Every action type the datapath runs (OFPAT_*).
-const ACTIONS: [u16; 16] = [0, 11, 12, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27];
+const ACTIONS: [u16; 16] = [
+    0, 11, 12, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+];
 
 pub fn desc(datapath_id: u64) -> Desc {
     Desc {
@@ -36,7 +38,10 @@ fn settable() -> Vec<OxmId> {
         .filter(|id| {
             !matches!(
                 id,
-                OxmFieldId::InPort | OxmFieldId::InPhyPort | OxmFieldId::Metadata | OxmFieldId::Ipv6Exthdr
+                OxmFieldId::InPort
+                    | OxmFieldId::InPhyPort
+                    | OxmFieldId::Metadata
+                    | OxmFieldId::Ipv6Exthdr
             )
         })
         .map(|id| OxmId::basic(*id, false))

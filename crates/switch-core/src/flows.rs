@@ -60,12 +60,14 @@ impl FlowEntry {
 
     /// Whether an action of the entry outputs to `port` (the out_port filter of spec 6.4).
     pub fn outputs_to(&self, port: u32) -> bool {
-        self.actions().any(|a| matches!(a, Action::Output { port: p, .. } if *p == port))
+        self.actions()
+            .any(|a| matches!(a, Action::Output { port: p, .. } if *p == port))
     }
 
     /// Whether an action of the entry sends to `group` (the out_group filter).
     pub fn sends_to_group(&self, group: u32) -> bool {
-        self.actions().any(|a| matches!(a, Action::Group(g) if *g == group))
+        self.actions()
+            .any(|a| matches!(a, Action::Group(g) if *g == group))
     }
 
     /// Whether the entry uses meter `meter_id`.
@@ -239,7 +241,12 @@ impl FlowTable {
         let Some(slot) = self.by_rule.get_mut(&key) else {
             return;
         };
-        let rest: Vec<FlowId> = slot.ids().iter().copied().filter(|id| *id != entry.id).collect();
+        let rest: Vec<FlowId> = slot
+            .ids()
+            .iter()
+            .copied()
+            .filter(|id| *id != entry.id)
+            .collect();
         match rest.as_slice() {
             [] => {
                 self.by_rule.remove(&key);

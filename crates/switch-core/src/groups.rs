@@ -204,7 +204,9 @@ mod tests {
             t.check_shape(3, GroupType::All, &[bucket_to_group(3)], true),
             Err(OfpError::GroupModFailed(GroupModFailedCode::Loop))
         );
-        assert!(t.check_shape(3, GroupType::All, &[bucket_to_group(2)], true).is_ok());
+        assert!(t
+            .check_shape(3, GroupType::All, &[bucket_to_group(2)], true)
+            .is_ok());
     }
 
     #[test]
@@ -215,14 +217,28 @@ mod tests {
             Err(OfpError::GroupModFailed(code)) => code,
             other => panic!("{other:?}"),
         };
-        assert_eq!(err(t.check_shape(1, GroupType::All, &[], true)), GroupModFailedCode::GroupExists);
-        assert_eq!(err(t.check_shape(9, GroupType::All, &[], false)), GroupModFailedCode::UnknownGroup);
-        assert_eq!(err(t.check_shape(9, GroupType::Indirect, &[], true)), GroupModFailedCode::InvalidGroup);
+        assert_eq!(
+            err(t.check_shape(1, GroupType::All, &[], true)),
+            GroupModFailedCode::GroupExists
+        );
+        assert_eq!(
+            err(t.check_shape(9, GroupType::All, &[], false)),
+            GroupModFailedCode::UnknownGroup
+        );
+        assert_eq!(
+            err(t.check_shape(9, GroupType::Indirect, &[], true)),
+            GroupModFailedCode::InvalidGroup
+        );
         assert_eq!(
             err(t.check_shape(OFPG_MAX + 1, GroupType::All, &[], true)),
             GroupModFailedCode::InvalidGroup
         );
-        let unwatched = Bucket { weight: 0, watch_port: OFPP_ANY, watch_group: OFPG_ANY, actions: vec![] };
+        let unwatched = Bucket {
+            weight: 0,
+            watch_port: OFPP_ANY,
+            watch_group: OFPG_ANY,
+            actions: vec![],
+        };
         assert_eq!(
             err(t.check_shape(9, GroupType::FastFailover, &[unwatched], true)),
             GroupModFailedCode::BadWatch

@@ -93,7 +93,12 @@ impl Resources for SwitchResources<'_> {
     }
 }
 
-fn flow_removed(table_id: u8, entry: &FlowEntry, reason: RemovedReason, now_ns: u64) -> FlowRemoved {
+fn flow_removed(
+    table_id: u8,
+    entry: &FlowEntry,
+    reason: RemovedReason,
+    now_ns: u64,
+) -> FlowRemoved {
     let (packet_count, byte_count) = entry.counts();
     let (duration_sec, duration_nsec) = clock::duration(entry.created_ns, now_ns);
     FlowRemoved {
@@ -235,8 +240,8 @@ impl Switch {
             fm.command,
             FlowModCommand::Delete | FlowModCommand::DeleteStrict
         );
-        let table_ok = fm.table_id < self.settings.n_tables
-            || (deleting && fm.table_id == ofp::OFPTT_ALL);
+        let table_ok =
+            fm.table_id < self.settings.n_tables || (deleting && fm.table_id == ofp::OFPTT_ALL);
         if !table_ok {
             return Err(OfpError::FlowModFailed(FlowModFailedCode::BadTableId));
         }
@@ -484,7 +489,8 @@ impl Switch {
         match mm.command {
             MeterModCommand::Add | MeterModCommand::Modify => {
                 let adding = mm.command == MeterModCommand::Add;
-                self.meters.check(mm.meter_id, mm.flags, &mm.bands, adding)?;
+                self.meters
+                    .check(mm.meter_id, mm.flags, &mm.bands, adding)?;
                 let created_ns = match self.meters.get(mm.meter_id) {
                     Some(old) => old.created_ns,
                     None => now_ns,
@@ -637,7 +643,10 @@ impl Switch {
 
     /// The cookie of a flow entry, for packet-ins it raises.
     pub fn cookie_of(&self, table_id: u8, flow: FlowId) -> Option<u64> {
-        self.tables.get(usize::from(table_id))?.get(flow).map(|e| e.cookie)
+        self.tables
+            .get(usize::from(table_id))?
+            .get(flow)
+            .map(|e| e.cookie)
     }
 
     pub fn has_port(&self, port_no: u32) -> bool {

@@ -88,7 +88,8 @@ impl MeterTable {
         if adding && self.meters.len() >= MAX_METERS {
             return fail(MeterModFailedCode::OutOfMeters);
         }
-        let rate_units = flags.contains(MeterFlags::KBPS) as u8 + flags.contains(MeterFlags::PKTPS) as u8;
+        let rate_units =
+            flags.contains(MeterFlags::KBPS) as u8 + flags.contains(MeterFlags::PKTPS) as u8;
         if flags.0 & !MeterFlags::ALL.0 != 0 || rate_units > 1 {
             return fail(MeterModFailedCode::BadFlags);
         }
@@ -135,7 +136,10 @@ mod tests {
     use super::*;
 
     fn drop_band(rate: u32) -> MeterBand {
-        MeterBand::Drop { rate, burst_size: 0 }
+        MeterBand::Drop {
+            rate,
+            burst_size: 0,
+        }
     }
 
     #[test]
@@ -145,15 +149,34 @@ mod tests {
             Err(OfpError::MeterModFailed(c)) => c,
             other => panic!("{other:?}"),
         };
-        assert_eq!(code(t.check(0, MeterFlags::KBPS, &[], true)), MeterModFailedCode::InvalidMeter);
-        assert_eq!(code(t.check(5, MeterFlags::KBPS, &[], false)), MeterModFailedCode::UnknownMeter);
         assert_eq!(
-            code(t.check(5, MeterFlags(MeterFlags::KBPS.0 | MeterFlags::PKTPS.0), &[], true)),
+            code(t.check(0, MeterFlags::KBPS, &[], true)),
+            MeterModFailedCode::InvalidMeter
+        );
+        assert_eq!(
+            code(t.check(5, MeterFlags::KBPS, &[], false)),
+            MeterModFailedCode::UnknownMeter
+        );
+        assert_eq!(
+            code(t.check(
+                5,
+                MeterFlags(MeterFlags::KBPS.0 | MeterFlags::PKTPS.0),
+                &[],
+                true
+            )),
             MeterModFailedCode::BadFlags
         );
-        assert_eq!(code(t.check(5, MeterFlags::KBPS, &[drop_band(0)], true)), MeterModFailedCode::BadRate);
         assert_eq!(
-            code(t.check(5, MeterFlags(MeterFlags::KBPS.0 | MeterFlags::BURST.0), &[drop_band(10)], true)),
+            code(t.check(5, MeterFlags::KBPS, &[drop_band(0)], true)),
+            MeterModFailedCode::BadRate
+        );
+        assert_eq!(
+            code(t.check(
+                5,
+                MeterFlags(MeterFlags::KBPS.0 | MeterFlags::BURST.0),
+                &[drop_band(10)],
+                true
+            )),
             MeterModFailedCode::BadBurst
         );
         assert!(t.check(5, MeterFlags::KBPS, &[drop_band(10)], true).is_ok());
@@ -166,7 +189,10 @@ mod tests {
                 meter: Arc::new(datapath_meter(MeterFlags::KBPS, &[drop_band(10)])),
             },
         );
-        assert_eq!(code(t.check(5, MeterFlags::KBPS, &[], true)), MeterModFailedCode::MeterExists);
+        assert_eq!(
+            code(t.check(5, MeterFlags::KBPS, &[], true)),
+            MeterModFailedCode::MeterExists
+        );
         assert_eq!(t.deletion_set(ofp::OFPM_ALL), vec![5]);
         assert!(t.deletion_set(6).is_empty());
     }

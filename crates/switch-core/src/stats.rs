@@ -2,9 +2,8 @@
 
 use ofp::{
     AggregateStats, BadRequestCode, BucketCounter, FlowStats, FlowStatsRequest, GroupDesc,
-    GroupStats, MeterBandStats, MeterConfig, MeterStats, MultipartReplyBody,
-    MultipartRequestBody, OfpError, PortStats, QueueOpFailedCode, TableFeaturesFailedCode,
-    TableStats,
+    GroupStats, MeterBandStats, MeterConfig, MeterStats, MultipartReplyBody, MultipartRequestBody,
+    OfpError, PortStats, QueueOpFailedCode, TableFeaturesFailedCode, TableStats,
 };
 
 use crate::clock::duration;
@@ -63,7 +62,9 @@ impl Switch {
             Q::MeterFeatures => R::MeterFeatures(features::meter_features()),
             Q::TableFeatures(set) => {
                 if !set.is_empty() {
-                    return Err(OfpError::TableFeaturesFailed(TableFeaturesFailedCode::Eperm));
+                    return Err(OfpError::TableFeaturesFailed(
+                        TableFeaturesFailedCode::Eperm,
+                    ));
                 }
                 R::TableFeatures(
                     (0..self.settings.n_tables)
@@ -82,10 +83,7 @@ impl Switch {
     }
 
     /// Entries selected by a flow or aggregate stats request, with their table ids.
-    fn selected_flows(
-        &self,
-        req: &FlowStatsRequest,
-    ) -> Result<Vec<(u8, &FlowEntry)>, OfpError> {
+    fn selected_flows(&self, req: &FlowStatsRequest) -> Result<Vec<(u8, &FlowEntry)>, OfpError> {
         if req.table_id != ofp::OFPTT_ALL && req.table_id >= self.settings.n_tables {
             return Err(OfpError::BadRequest(BadRequestCode::BadTableId));
         }

@@ -5,8 +5,7 @@
 use dataplane::ir::port;
 use dataplane::key::{Field, FieldValue, Match as DpMatch, OFPVID_PRESENT};
 use ofp::{
-    Action, BadActionCode, BadInstructionCode, Instruction, MeterModFailedCode, OfpError,
-    OxmValue,
+    Action, BadActionCode, BadInstructionCode, Instruction, MeterModFailedCode, OfpError, OxmValue,
 };
 
 use crate::translate::field_value;
@@ -85,7 +84,12 @@ pub fn check_instructions(
                         experimenter: BEBA_EXPERIMENTER,
                     });
                 }
-                check_actions(&insp.actions, &DpMatch::any(), ActionContext::PacketOut, res)?;
+                check_actions(
+                    &insp.actions,
+                    &DpMatch::any(),
+                    ActionContext::PacketOut,
+                    res,
+                )?;
             }
             Instruction::Experimenter { .. } => {
                 return Err(bad_instruction(BadInstructionCode::BadExperimenter));
@@ -156,7 +160,11 @@ pub fn check_actions(
                 known = l2_view(&known, *ethertype);
             }
             Action::PopMpls(ethertype) => {
-                require(&known, &[(Field::EthType, 0x8847), (Field::EthType, 0x8848)], false)?;
+                require(
+                    &known,
+                    &[(Field::EthType, 0x8847), (Field::EthType, 0x8848)],
+                    false,
+                )?;
                 known = l2_view(&known, *ethertype);
             }
             Action::PushPbb(ethertype) => {
@@ -166,10 +174,18 @@ pub fn check_actions(
             }
             Action::PopPbb => {}
             Action::SetMplsTtl(_) | Action::DecMplsTtl => {
-                require(&known, &[(Field::EthType, 0x8847), (Field::EthType, 0x8848)], false)?;
+                require(
+                    &known,
+                    &[(Field::EthType, 0x8847), (Field::EthType, 0x8848)],
+                    false,
+                )?;
             }
             Action::SetNwTtl(_) | Action::DecNwTtl => {
-                require(&known, &[(Field::EthType, 0x0800), (Field::EthType, 0x86dd)], false)?;
+                require(
+                    &known,
+                    &[(Field::EthType, 0x0800), (Field::EthType, 0x86dd)],
+                    false,
+                )?;
             }
             Action::SetField(value) => check_set_field(value, &mut known)?,
             Action::Experimenter { .. } => {
@@ -252,7 +268,12 @@ fn require(known: &DpMatch, alternatives: &[(Field, u16)], bits: bool) -> Result
 }
 
 fn forget(known: &mut DpMatch, field: Field) {
-    field.set_masked(&mut known.key, &mut known.mask, &FieldValue(0), Some(&FieldValue(0)));
+    field.set_masked(
+        &mut known.key,
+        &mut known.mask,
+        &FieldValue(0),
+        Some(&FieldValue(0)),
+    );
 }
 
 fn copy_field(from: &DpMatch, to: &mut DpMatch, field: Field) {
@@ -266,7 +287,13 @@ fn copy_field(from: &DpMatch, to: &mut DpMatch, field: Field) {
 /// the new Ethernet type stay known.
 fn l2_view(known: &DpMatch, ethertype: u16) -> DpMatch {
     let mut after = DpMatch::any();
-    for f in [Field::InPort, Field::EthDst, Field::EthSrc, Field::VlanVid, Field::VlanPcp] {
+    for f in [
+        Field::InPort,
+        Field::EthDst,
+        Field::EthSrc,
+        Field::VlanVid,
+        Field::VlanPcp,
+    ] {
         copy_field(known, &mut after, f);
     }
     after.set(Field::EthType, FieldValue(u128::from(ethertype)), None);

@@ -5,11 +5,10 @@ use std::sync::{Arc, Mutex};
 
 use dataplane::datapath::DatapathConfig;
 use ofp::{
-    Action, BadActionCode, BadInstructionCode, Bucket, FlowMod, FlowModCommand,
-    FlowModFailedCode, FlowModFlags, FlowStatsRequest, GroupMod, GroupModCommand, GroupType,
-    Instruction, Match, MeterBand, MeterFlags, MeterMod, MeterModCommand, MeterModFailedCode,
-    MultipartReplyBody, MultipartRequestBody, OfpError, OxmField, OxmValue, OFPG_ANY, OFPP_ANY,
-    OFP_NO_BUFFER,
+    Action, BadActionCode, BadInstructionCode, Bucket, FlowMod, FlowModCommand, FlowModFailedCode,
+    FlowModFlags, FlowStatsRequest, GroupMod, GroupModCommand, GroupType, Instruction, Match,
+    MeterBand, MeterFlags, MeterMod, MeterModCommand, MeterModFailedCode, MultipartReplyBody,
+    MultipartRequestBody, OfpError, OxmField, OxmValue, OFPG_ANY, OFPP_ANY, OFP_NO_BUFFER,
 };
 use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
 
@@ -46,7 +45,10 @@ fn in_port(p: u32) -> Match {
 }
 
 fn output(port: u32) -> Vec<Instruction> {
-    vec![Instruction::ApplyActions(vec![Action::Output { port, max_len: 0 }])]
+    vec![Instruction::ApplyActions(vec![Action::Output {
+        port,
+        max_len: 0,
+    }])]
 }
 
 fn flow(command: FlowModCommand, table_id: u8, priority: u16, match_: Match) -> FlowMod {
@@ -133,7 +135,8 @@ fn delete_filters_by_strictness_cookie_and_out_port() {
 #[test]
 fn refused_flow_mods_name_the_spec_error_and_change_nothing() {
     let mut sw = switch();
-    sw.flow_mod(flow(FlowModCommand::Add, 0, 10, in_port(1)), 0).unwrap();
+    sw.flow_mod(flow(FlowModCommand::Add, 0, 10, in_port(1)), 0)
+        .unwrap();
     let cases: Vec<(FlowMod, OfpError)> = vec![
         (
             flow(FlowModCommand::Add, 8, 1, Match::default()),
@@ -194,7 +197,10 @@ fn group_and_meter_deletion_remove_their_flows_with_flow_removed() {
             weight: 0,
             watch_port: OFPP_ANY,
             watch_group: OFPG_ANY,
-            actions: vec![Action::Output { port: 1, max_len: 0 }],
+            actions: vec![Action::Output {
+                port: 1,
+                max_len: 0,
+            }],
         }],
     };
     sw.group_mod(&group, 0).unwrap();
@@ -215,7 +221,8 @@ fn group_and_meter_deletion_remove_their_flows_with_flow_removed() {
     let mut metered = flow(FlowModCommand::Add, 0, 5, in_port(2));
     metered.instructions = vec![Instruction::Meter(3)];
     sw.flow_mod(metered.clone(), 0).unwrap();
-    sw.flow_mod(flow(FlowModCommand::Add, 0, 5, in_port(3)), 0).unwrap();
+    sw.flow_mod(flow(FlowModCommand::Add, 0, 5, in_port(3)), 0)
+        .unwrap();
 
     let removed = sw
         .group_mod(
