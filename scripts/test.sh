@@ -19,6 +19,8 @@ cargo clippy --workspace --all-targets -- -D warnings
 .venv/bin/ruff format --check python
 
 step "rust tests"
+# The daemon binary first: hairpinctl's tests drive a real hairpind.
+cargo build --workspace --bins
 cargo test --workspace
 
 step "release build and quick benchmark runs"
