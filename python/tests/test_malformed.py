@@ -541,7 +541,7 @@ def test_slave_cannot_modify(installed: Installed) -> None:
 def test_header_length_below_eight_closes_the_connection(switch: HairpinDaemon) -> None:
     with connected_client(switch.port) as client:
         client.send_raw(HEADER.pack(OFP_VERSION, ofp.OFPT_ECHO_REQUEST, 4, 0x77))
-        before_close = client.recv_closed(timeout=10)
+        before_close = client.recv_closed(timeout=3)
         errors = [m.error()[:2] for m in before_close if m.msg_type == OFPT_ERROR]
         assert errors in ([], [(BAD_REQUEST, ofp.OFPBRC_BAD_LEN)]), before_close
     with connected_client(switch.port) as other:
@@ -551,7 +551,7 @@ def test_header_length_below_eight_closes_the_connection(switch: HairpinDaemon) 
 def test_peer_without_openflow13_gets_hello_failed(switch: HairpinDaemon) -> None:
     with OfClient(switch.port) as client:
         client.send_raw(message(OFPT_HELLO, b"", 0x33, version=1))
-        received = client.recv_closed(timeout=10)
+        received = client.recv_closed(timeout=3)
         errors = [m for m in received if m.msg_type == OFPT_ERROR]
         assert len(errors) == 1, received
         assert errors[0].error()[:2] == (ofp.OFPET_HELLO_FAILED, ofp.OFPHFC_INCOMPATIBLE)

@@ -313,19 +313,22 @@ class OfClient:
             n -= len(chunk)
         return b"".join(chunks)
 
+    def _recv_message(self) -> OfMessage:
+        version, msg_type, length, xid = HEADER.unpack(self._read_exact(HEADER.size))
+        assert length >= HEADER.size, f"switch sent a header with length {length}"
+        return OfMessage(version, msg_type, xid, self._read_exact(length - HEADER.size))
+
     def recv(self) -> OfMessage:
         """The next message, after answering any echo requests that come first."""
         while True:
-            version, msg_type, length, xid = HEADER.unpack(self._read_exact(HEADER.size))
-            assert length >= HEADER.size, f"switch sent a header with length {length}"
-            msg = OfMessage(version, msg_type, xid, self._read_exact(length - HEADER.size))
-            if msg_type == OFPT_ECHO_REQUEST:
-                self.send(OFPT_ECHO_REPLY, msg.body, xid)
-                continue
-            return msg
+            msg = self._recv_message()
+            if msg.msg_type != OFPT_ECHO_REQUEST:
+                return msg
+            self.send(OFPT_ECHO_REPLY, msg.body, msg.xid)
 
     def recv_closed(self, timeout: float) -> list[OfMessage]:
-        """Reads until the switch closes the connection; returns what came before the close.
+        """Reads until the switch closes the connection; returns what came before the close
+        (echo requests included: they are not answered here).
 
         Raises TimeoutError if the connection is still open after `timeout` seconds.
         """
@@ -337,9 +340,11 @@ class OfClient:
                 raise TimeoutError(f"connection still open after {timeout} s: {received}")
             self.sock.settimeout(remaining)
             try:
-                received.append(self.recv())
+                received.append(self._recv_message())
             except ConnectionError:
                 return received
+            except TimeoutError as e:
+                raise TimeoutError(f"connection still open after {timeout} s: {received}") from e
 
     def handshake(self) -> None:
         """HELLO with a version bitmap offering 1.3 only, then FEATURES."""
