@@ -303,3 +303,57 @@ fn flow_mod_releases_its_buffered_packet_from_the_ingress_port() {
     );
     assert_eq!(flows(&sw).len(), 1);
 }
+
+fn template(command: ofp::PktTmpCommand, id: u32, bytes: Vec<u8>) -> ofp::PktTmpMod {
+    ofp::PktTmpMod {
+        command,
+        pkttmp_id: id,
+        template: bytes,
+        copy_ops: vec![ofp::CopyOp {
+            src_offset: 6,
+            dst_offset: 0,
+            len: 6,
+        }],
+        checksum_ops: Vec::new(),
+    }
+}
+
+#[test]
+fn insp_templates_are_checked_before_flows_use_them() {
+    let beba = |exp_type| OfpError::Experimenter {
+        exp_type,
+        experimenter: 0xBEBA_BEBA,
+    };
+    let mut sw = switch();
+    let insp = |id| {
+        vec![Instruction::Insp(ofp::InspInstruction {
+            pkttmp_id: id,
+            actions: vec![Action::Output {
+                port: ofp::OFPP_TABLE,
+                max_len: 0,
+            }],
+        })]
+    };
+    let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(1));
+    fm.instructions = insp(7);
+    assert_eq!(
+        sw.flow_mod(fm.clone(), 0),
+        Err(beba(10)),
+        "unknown template"
+    );
+
+    let add = template(ofp::PktTmpCommand::Add, 7, vec![0; 60]);
+    sw.pkttmp_mod(&add).unwrap();
+    assert_eq!(sw.pkttmp_mod(&add), Err(beba(11)), "the id is taken");
+    // A copy that writes past the template's end is refused at creation.
+    assert_eq!(
+        sw.pkttmp_mod(&template(ofp::PktTmpCommand::Add, 8, vec![0; 4])),
+        Err(beba(11))
+    );
+    sw.flow_mod(fm, 0).unwrap();
+    assert_eq!(flows(&sw)[0].instructions, insp(7));
+
+    let delete = template(ofp::PktTmpCommand::Delete, 7, Vec::new());
+    sw.pkttmp_mod(&delete).unwrap();
+    assert_eq!(sw.pkttmp_mod(&delete), Err(beba(11)), "already gone");
+}
