@@ -84,6 +84,7 @@ def in_port_flow(
 def flow_mod_error(client: OfClient, body: bytes) -> tuple[int, int] | None:
     """Sends a flow-mod and a barrier; the (type, code) of its error, or None if accepted."""
     xid, before = client.send_and_barrier(ofp.OFPT_FLOW_MOD, body)
+    client.unsolicited += [m for m in before if m.xid != xid]
     if not [m for m in before if m.xid == xid]:
         return None
     return error_of(before, xid)[:2]

@@ -712,6 +712,29 @@ fn measure(
     }
 }
 
+/// Runs `packets` packets of the trace (rounded up to whole batches), untimed; returns the
+/// number of outputs and packet-ins.
+fn run_packets(
+    reader: &mut datapath::DatapathReader,
+    trace: &[(u32, Vec<u8>)],
+    batch_size: usize,
+    packets: u64,
+) -> u64 {
+    let mut batch = PacketBatch::new(batch_size, 2048);
+    let mut sink = CountingSink::default();
+    let mut frames = trace.iter().cycle();
+    let mut done = 0u64;
+    while done < packets {
+        for (p, f) in frames.by_ref().take(batch_size) {
+            batch.push(*p, f);
+        }
+        reader.process(1, &mut batch, &mut sink);
+        done += batch_size as u64;
+    }
+    std::hint::black_box(sink.checksum);
+    sink.outputs + sink.packet_ins
+}
+
 /// The same measurement while another thread inserts and removes flows at `rate` per second,
 /// publishing (the barrier) every `publish` interval.
 fn measure_under_churn(
@@ -785,6 +808,11 @@ fn main() {
     );
     // HAIRPIN_BENCH_ONLY=L2:100 restricts the run to one cell (for profiling).
     let only = std::env::var("HAIRPIN_BENCH_ONLY").ok();
+    // HAIRPIN_BENCH_PACKETS=n runs exactly n packets per cell, untimed (for instruction
+    // counts under callgrind: divide `process`'s inclusive cost by n).
+    let count: Option<u64> = std::env::var("HAIRPIN_BENCH_PACKETS")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let selected =
         |name: &str, n: usize| only.as_deref().is_none_or(|o| o == format!("{name}:{n}"));
     let mut json = Vec::new();
@@ -796,6 +824,11 @@ fn main() {
             let p = build_pipeline(n, &mut Rng(n as u64));
             let (_w, f) = build(&p);
             let mut reader = f.reader();
+            if let Some(packets) = count {
+                let outputs = run_packets(&mut reader, &p.trace, batch_size, packets);
+                println!("{name:<4} {n:>7} ran {packets} packets, {outputs} outputs");
+                continue;
+            }
             let c = measure(&mut reader, &p.trace, batch_size, dur);
             let mark = if c.mpps >= target {
                 ""
@@ -812,7 +845,7 @@ fn main() {
             ));
         }
     }
-    if only.as_deref().is_some_and(|o| o != "churn") {
+    if count.is_some() || only.as_deref().is_some_and(|o| o != "churn") {
         return;
     }
     println!();

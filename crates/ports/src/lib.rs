@@ -4,11 +4,13 @@
 //!   per-frame rings for low latency, [`RingKind`]), batching, optional fanout, qdisc
 //!   bypass; outer VLAN tags the kernel strips are handed back,
 //!   and frames a local stack left unfinished (partial checksum, GSO) are completed.
+//! - [`XdpPort`]: AF_XDP in generic mode, chosen per port with [`PortKind`] and
+//!   [`open_port`], which falls back to AF_PACKET when AF_XDP cannot be set up.
 //! - [`TapPort`]: a TAP device for the OpenFlow LOCAL port.
 //! - [`PcapWriter`] / [`PcapReader`]: classic pcap files for debugging and replay.
 //! - [`LinkMonitor`], [`link_info`]: interface state through netlink and ioctls.
 //!
-//! Both port kinds implement [`PacketPort`]; [`AnyPort`] holds either.
+//! Every port kind implements [`PacketPort`]; [`AnyPort`] holds any of them.
 
 mod afpacket;
 mod frame;
@@ -19,6 +21,7 @@ mod pcap;
 mod port;
 mod sys;
 mod tap;
+mod xdp;
 
 pub use afpacket::{AfPacketPort, PortOptions, RingKind};
 pub use frame::{PortCounters, RxFrame, VlanTag, ETH_HEADER_LEN, VLAN_TAG_LEN};
@@ -26,3 +29,4 @@ pub use link::{link_info, set_link_up, LinkChange, LinkEvent, LinkInfo, LinkMoni
 pub use pcap::{PcapReader, PcapRecord, PcapWriter, TimestampPrecision};
 pub use port::{AnyPort, PacketPort};
 pub use tap::TapPort;
+pub use xdp::{open_port, PortKind, XdpOptions, XdpPort};

@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::RawFd;
 
 use crate::frame::{PortCounters, RxFrame};
-use crate::{AfPacketPort, TapPort};
+use crate::{AfPacketPort, TapPort, XdpPort};
 
 /// Batch receive, queued send with one kick per batch, an fd to sleep on, counters.
 pub trait PacketPort {
@@ -51,11 +51,14 @@ macro_rules! delegate_port {
 
 delegate_port!(AfPacketPort);
 delegate_port!(TapPort);
+delegate_port!(XdpPort);
 
 /// Either kind of port, for tables of ports without dynamic dispatch per packet.
 pub enum AnyPort {
     AfPacket(AfPacketPort),
     Tap(TapPort),
+    /// Boxed: the AF_XDP port carries its program and rings inline.
+    Xdp(Box<XdpPort>),
 }
 
 macro_rules! each_port {
@@ -63,6 +66,7 @@ macro_rules! each_port {
         match $self {
             AnyPort::AfPacket($port) => $body,
             AnyPort::Tap($port) => $body,
+            AnyPort::Xdp($port) => $body,
         }
     };
 }

@@ -1,0 +1,207 @@
+//! AF_XDP versus AF_PACKET forwarding on the same veth topology: frames enter veth
+//! `g0 -> f0`, one thread pinned to CPU 1 receives them on `f0` and sends them out of
+//! `f1`, the kernel delivers them to `s0`. A generator pinned to CPU 0 offers 60-byte
+//! frames through AF_PACKET as fast as it can. Each forwarder runs in a fresh
+//! namespace, one after the other. Needs root.
+//!
+//! `cargo bench -p ports --bench xdp` (HAIRPIN_BENCH_SECS sets each run's duration,
+//! default 5).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{is_root, test_frame, Netns};
+use ports::{AfPacketPort, PacketPort, PortCounters, PortOptions, XdpOptions, XdpPort};
+
+const BURST: usize = 256;
+
+fn pin_to_cpu(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; the calls only change this thread's affinity.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
+            eprintln!(
+                "could not pin to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
+/// rx_packets of an interface from the namespace's /proc/net/dev.
+fn kernel_rx_packets(ifname: &str) -> u64 {
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap_or_default();
+    text.lines()
+        .find_map(|line| {
+            let (name, rest) = line.split_once(':')?;
+            (name.trim() == ifname).then(|| {
+                rest.split_whitespace()
+                    .nth(1)
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(0)
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// (user, system) CPU seconds the calling thread has used.
+fn thread_cpu() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r.split_whitespace().collect())
+        .unwrap_or_default();
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+            / hz
+    };
+    (field(11), field(12))
+}
+
+fn generate(mut port: AfPacketPort, stop: Arc<AtomicBool>) -> PortCounters {
+    pin_to_cpu(0);
+    let frame = test_frame(1, 60);
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..BURST {
+            if !port.send(&frame) {
+                break;
+            }
+        }
+        let _ = port.flush();
+    }
+    port.stats()
+}
+
+fn forward<P: PacketPort>(
+    mut rx: P,
+    mut tx: P,
+    stop: Arc<AtomicBool>,
+) -> (PortCounters, PortCounters, (f64, f64)) {
+    pin_to_cpu(1);
+    let mut pass = |rx: &mut P, tx: &mut P| {
+        let n = rx.recv_burst(BURST, |frame| {
+            tx.send(frame.data);
+        });
+        if n > 0 {
+            let _ = tx.flush();
+        }
+        n
+    };
+    while !stop.load(Ordering::Relaxed) {
+        pass(&mut rx, &mut tx);
+    }
+    // The generator has stopped: drain what is left.
+    std::thread::sleep(Duration::from_millis(50));
+    while pass(&mut rx, &mut tx) > 0 {}
+    let _ = tx.flush();
+    (rx.stats(), tx.stats(), thread_cpu())
+}
+
+struct Run {
+    elapsed: f64,
+    offered: u64,
+    received: u64,
+    forwarded: u64,
+    delivered: u64,
+    rx_dropped: u64,
+    tx_dropped: u64,
+    cpu: (f64, f64),
+}
+
+/// Builds the topology in a fresh namespace, opens the forwarder's ports with `open`,
+/// and runs generator and forwarder for `secs`.
+fn run<P: PacketPort + Send + 'static>(
+    secs: f64,
+    open: impl Fn(&str) -> std::io::Result<P>,
+) -> std::io::Result<Run> {
+    let ns = Netns::enter();
+    ns.veth("g0", "f0");
+    ns.veth("f1", "s0");
+    let gen_port = AfPacketPort::open("g0", &PortOptions::default())?;
+    let rx = open("f0")?;
+    let tx = open("f1")?;
+    let sink_before = kernel_rx_packets("s0");
+    let stop_gen = Arc::new(AtomicBool::new(false));
+    let stop_fwd = Arc::new(AtomicBool::new(false));
+    let forwarder = {
+        let stop = stop_fwd.clone();
+        std::thread::spawn(move || forward(rx, tx, stop))
+    };
+    let generator = {
+        let stop = stop_gen.clone();
+        std::thread::spawn(move || generate(gen_port, stop))
+    };
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    stop_gen.store(true, Ordering::Relaxed);
+    let offered = generator.join().expect("generator");
+    let elapsed = start.elapsed().as_secs_f64();
+    stop_fwd.store(true, Ordering::Relaxed);
+    let (fwd_rx, fwd_tx, cpu) = forwarder.join().expect("forwarder");
+    let delivered = kernel_rx_packets("s0") - sink_before;
+    drop(ns);
+    Ok(Run {
+        elapsed,
+        offered: offered.tx_packets,
+        received: fwd_rx.rx_packets,
+        forwarded: fwd_tx.tx_packets,
+        delivered,
+        rx_dropped: fwd_rx.rx_dropped,
+        tx_dropped: fwd_tx.tx_dropped,
+        cpu,
+    })
+}
+
+fn report(name: &str, run: &Run) {
+    let mpps = |n: u64| n as f64 / run.elapsed / 1e6;
+    let per_mpkt = |t: f64| t / (run.forwarded.max(1) as f64 / 1e6);
+    let (user, sys) = run.cpu;
+    println!("{name}: {:.2} s", run.elapsed);
+    println!(
+        "  offered {:.3} Mpps, received {:.3} Mpps, forwarded {:.3} Mpps, delivered {:.3} Mpps",
+        mpps(run.offered),
+        mpps(run.received),
+        mpps(run.forwarded),
+        mpps(run.delivered)
+    );
+    println!(
+        "  forwarder rx_dropped {}, tx_dropped {}; CPU per million forwarded: user {:.3} s, kernel {:.3} s",
+        run.rx_dropped,
+        run.tx_dropped,
+        per_mpkt(user),
+        per_mpkt(sys)
+    );
+}
+
+fn main() {
+    if !is_root("AF_XDP versus AF_PACKET benchmark") {
+        return;
+    }
+    let secs: f64 = std::env::var("HAIRPIN_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0);
+    println!(
+        "veth forwarding g0 -> f0 => f1 -> s0, 60-byte frames, burst {BURST}, generator (AF_PACKET) CPU 0, forwarder CPU 1"
+    );
+    match run(secs, |ifname| {
+        AfPacketPort::open(ifname, &PortOptions::default())
+    }) {
+        Ok(r) => report("AF_PACKET (TPACKET_V3)", &r),
+        Err(e) => println!("AF_PACKET: could not run: {e}"),
+    }
+    match run(secs, |ifname| XdpPort::open(ifname, &XdpOptions::default())) {
+        Ok(r) => report("AF_XDP (generic mode, copy)", &r),
+        Err(e) => println!("AF_XDP: could not run: {e}"),
+    }
+}
