@@ -36,6 +36,43 @@ pub enum RxRing {
     Blocks,
 }
 
+/// How a port's packets reach the daemon.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PortIo {
+    /// AF_PACKET rings (see `rx_ring`).
+    #[default]
+    AfPacket,
+    /// AF_XDP in generic mode, falling back to AF_PACKET when it cannot be set up.
+    Xdp,
+}
+
+/// A Linux interface bound to an OpenFlow port: `IFNAME`, `IFNAME:afpacket` or `IFNAME:xdp`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortBinding {
+    pub ifname: String,
+    pub io: PortIo,
+}
+
+impl PortBinding {
+    fn parse(s: &str) -> Result<Self, String> {
+        let (ifname, io) = match s.rsplit_once(':') {
+            Some((ifname, "xdp")) => (ifname, PortIo::Xdp),
+            Some((ifname, "afpacket")) => (ifname, PortIo::AfPacket),
+            Some((_, other)) => {
+                return Err(format!(
+                    "`{s}`: unknown port I/O `{other}` (expected afpacket or xdp)"
+                ))
+            }
+            None => (s, PortIo::AfPacket),
+        };
+        check_ifname(ifname)?;
+        Ok(Self {
+            ifname: ifname.to_string(),
+            io,
+        })
+    }
+}
+
 /// `hairpind` command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -57,9 +94,9 @@ pub struct Cli {
     /// Controller to connect to: tcp:IP:PORT or unix:PATH (repeatable).
     #[arg(long = "controller", value_name = "TARGET")]
     pub controllers: Vec<ControllerTarget>,
-    /// OpenFlow port number bound to a Linux interface: N=IFNAME (repeatable).
-    #[arg(long = "port", value_name = "N=IFNAME", value_parser = parse_port_binding)]
-    pub ports: Vec<(u32, String)>,
+    /// OpenFlow port number bound to a Linux interface: N=IFNAME[:xdp] (repeatable).
+    #[arg(long = "port", value_name = "N=IFNAME[:xdp]", value_parser = parse_port_binding)]
+    pub ports: Vec<(u32, PortBinding)>,
     /// Behaviour without a controller.
     #[arg(long, value_enum)]
     pub fail_mode: Option<FailMode>,
@@ -102,7 +139,7 @@ pub struct Settings {
     pub datapath_id: u64,
     pub listen: Vec<ListenTarget>,
     pub controllers: Vec<ControllerTarget>,
-    pub ports: BTreeMap<u32, String>,
+    pub ports: BTreeMap<u32, PortBinding>,
     pub fail_mode: FailMode,
     pub datapath_threads: usize,
     pub rx_ring: RxRing,
@@ -148,13 +185,11 @@ fn parse_datapath_id(s: &str) -> Result<u64, String> {
     })
 }
 
-fn parse_port_binding(s: &str) -> Result<(u32, String), String> {
-    let (number, ifname) = s
+fn parse_port_binding(s: &str) -> Result<(u32, PortBinding), String> {
+    let (number, binding) = s
         .split_once('=')
-        .ok_or_else(|| format!("`{s}`: a port is N=IFNAME"))?;
-    let number = parse_port_number(number)?;
-    check_ifname(ifname)?;
-    Ok((number, ifname.to_string()))
+        .ok_or_else(|| format!("`{s}`: a port is N=IFNAME[:xdp]"))?;
+    Ok((parse_port_number(number)?, PortBinding::parse(binding)?))
 }
 
 /// OpenFlow physical port numbers run from 1 to OFPP_MAX (0xffffff00).
@@ -235,8 +270,8 @@ impl Settings {
         }
         settings.listen.extend(cli.listen);
         settings.controllers.extend(cli.controllers);
-        for (number, ifname) in cli.ports {
-            settings.bind_port(number, ifname, None)?;
+        for (number, binding) in cli.ports {
+            settings.bind_port(number, binding, None)?;
         }
         if let Some(mode) = cli.fail_mode {
             settings.fail_mode = mode;
@@ -258,6 +293,15 @@ impl Settings {
                 line: None,
                 field: "datapath_threads".into(),
                 message: "must be at least 1".into(),
+            });
+        }
+        let xdp = settings.ports.values().any(|p| p.io == PortIo::Xdp);
+        if xdp && settings.datapath_threads > 1 {
+            return Err(ConfigError {
+                file: None,
+                line: None,
+                field: "datapath_threads".into(),
+                message: "AF_XDP ports serve one datapath thread (one socket per queue)".into(),
             });
         }
         Ok(settings)
@@ -291,11 +335,11 @@ impl Settings {
             })?;
             self.controllers.push(parsed);
         }
-        for (number, ifname) in file.ports {
+        for (number, value) in file.ports {
             let field = format!("ports.{number}");
             let n = parse_port_number(&number).map_err(|m| at(&field, &number, m))?;
-            check_ifname(&ifname).map_err(|m| at(&field, &number, m))?;
-            self.bind_port(n, ifname, Some((path, text, &number)))?;
+            let binding = PortBinding::parse(&value).map_err(|m| at(&field, &number, m))?;
+            self.bind_port(n, binding, Some((path, text, &number)))?;
         }
         if let Some(mode) = file.fail_mode {
             self.fail_mode = mode;
@@ -312,18 +356,18 @@ impl Settings {
     fn bind_port(
         &mut self,
         number: u32,
-        ifname: String,
+        binding: PortBinding,
         origin: Option<(&Path, &str, &str)>,
     ) -> Result<(), ConfigError> {
         let clash = self
             .ports
             .iter()
-            .find(|(n, name)| **n != number && **name == ifname)
+            .find(|(n, other)| **n != number && other.ifname == binding.ifname)
             .map(|(n, _)| *n);
         let message = if self.ports.contains_key(&number) {
             Some(format!("port {number} is bound twice"))
         } else {
-            clash.map(|other| format!("interface `{ifname}` is already port {other}"))
+            clash.map(|other| format!("interface `{}` is already port {other}", binding.ifname))
         };
         if let Some(message) = message {
             return Err(ConfigError {
@@ -333,7 +377,7 @@ impl Settings {
                 message,
             });
         }
-        self.ports.insert(number, ifname);
+        self.ports.insert(number, binding);
         Ok(())
     }
 }
@@ -355,14 +399,15 @@ mod tests {
     fn file_and_flags_merge() {
         let s = settings_from(
             "datapath_id = \"0x2a\"\nfail_mode = \"standalone\"\nlisten = [\"ptcp:6654\"]\n[ports]\n1 = \"veth0\"\n",
-            &["--port", "2=veth1", "--listen", "punix:/tmp/x.sock"],
+            &["--port", "2=veth1:xdp", "--listen", "punix:/tmp/x.sock"],
         )
         .unwrap();
         assert_eq!(s.datapath_id, 42);
         assert_eq!(s.fail_mode, FailMode::Standalone);
         assert_eq!(s.listen.len(), 2);
-        assert_eq!(s.ports.get(&1).map(String::as_str), Some("veth0"));
-        assert_eq!(s.ports.get(&2).map(String::as_str), Some("veth1"));
+        let name = |n| s.ports.get(&n).map(|p| (p.ifname.as_str(), p.io));
+        assert_eq!(name(1), Some(("veth0", PortIo::AfPacket)));
+        assert_eq!(name(2), Some(("veth1", PortIo::Xdp)));
     }
 
     #[test]
@@ -405,6 +450,15 @@ mod tests {
         assert_eq!(parse_datapath_id("171"), Ok(171));
         assert!(parse_port_binding("0=eth0").is_err());
         assert!(parse_port_binding("3").is_err());
-        assert_eq!(parse_port_binding("3=eth0"), Ok((3, "eth0".into())));
+        let afpacket = |name: &str| PortBinding {
+            ifname: name.into(),
+            io: PortIo::AfPacket,
+        };
+        assert_eq!(parse_port_binding("3=eth0"), Ok((3, afpacket("eth0"))));
+        assert_eq!(
+            parse_port_binding("3=eth0:afpacket"),
+            Ok((3, afpacket("eth0")))
+        );
+        assert!(parse_port_binding("3=eth0:dpdk").is_err());
     }
 }

@@ -11,9 +11,11 @@ use std::thread::JoinHandle;
 use agent::session::Event;
 use agent::Agent;
 use ofp::{Port, PortConfig, PortState};
-use ports::{link_info, AfPacketPort, AnyPort, LinkChange, LinkMonitor, PortOptions, RingKind};
+use ports::{
+    link_info, open_port, LinkChange, LinkMonitor, PortKind, PortOptions, RingKind, XdpOptions,
+};
 
-use crate::config::RxRing;
+use crate::config::{PortBinding, PortIo, RxRing};
 use crate::datapath::PortSet;
 
 /// Fanout group shared by the threads of one daemon (any 16-bit id unique on the host).
@@ -69,10 +71,10 @@ pub fn describe(port_no: u32, ifname: &str) -> io::Result<Port> {
 }
 
 /// Announces every configured port to the switch core.
-pub fn add_ports(agent: &Agent, ports: &BTreeMap<u32, String>) -> io::Result<()> {
+pub fn add_ports(agent: &Agent, ports: &BTreeMap<u32, PortBinding>) -> io::Result<()> {
     let now = switch_core::clock::now_ns();
-    for (port_no, ifname) in ports {
-        let desc = describe(*port_no, ifname)?;
+    for (port_no, binding) in ports {
+        let desc = describe(*port_no, &binding.ifname)?;
         agent.with_switch(|s| s.add_port(desc, now));
     }
     agent.with_switch(|s| s.publish());
@@ -82,11 +84,11 @@ pub fn add_ports(agent: &Agent, ports: &BTreeMap<u32, String>) -> io::Result<()>
 /// Opens one datapath thread's sockets on every port (in a fanout group when several threads
 /// share the interfaces).
 pub fn open_ports(
-    ports: &BTreeMap<u32, String>,
+    ports: &BTreeMap<u32, PortBinding>,
     threads: usize,
     ring: RxRing,
 ) -> io::Result<PortSet> {
-    let opts = PortOptions {
+    let afpacket = PortOptions {
         fanout_group: (threads > 1).then(fanout_group),
         ring: match ring {
             RxRing::Frames => RingKind::Frames,
@@ -95,10 +97,21 @@ pub fn open_ports(
         ..PortOptions::default()
     };
     let mut open = Vec::with_capacity(ports.len());
-    for (port_no, ifname) in ports {
-        let port = AfPacketPort::open(ifname, &opts)
+    for (port_no, binding) in ports {
+        let ifname = &binding.ifname;
+        let kind = match binding.io {
+            PortIo::AfPacket => PortKind::AfPacket(afpacket.clone()),
+            PortIo::Xdp => PortKind::Xdp {
+                xdp: XdpOptions::default(),
+                fallback: afpacket.clone(),
+            },
+        };
+        let (port, fell_back) = open_port(ifname, &kind)
             .map_err(|e| io::Error::new(e.kind(), format!("port {port_no} ({ifname}): {e}")))?;
-        open.push((*port_no, AnyPort::AfPacket(port)));
+        if let Some(reason) = fell_back {
+            eprintln!("hairpind: port {port_no} ({ifname}): AF_XDP unavailable ({reason}), using AF_PACKET");
+        }
+        open.push((*port_no, port));
     }
     Ok(PortSet::new(open, None))
 }
@@ -118,11 +131,14 @@ fn wait_readable(fd: RawFd, timeout_ms: i32) {
 /// Follows link changes of the configured interfaces and raises PORT_STATUS for each.
 pub fn spawn_monitor(
     agent: Agent,
-    ports: BTreeMap<u32, String>,
+    ports: &BTreeMap<u32, PortBinding>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<JoinHandle<()>> {
     let mut monitor = LinkMonitor::new()?;
-    let by_name: BTreeMap<String, u32> = ports.into_iter().map(|(n, name)| (name, n)).collect();
+    let by_name: BTreeMap<String, u32> = ports
+        .iter()
+        .map(|(n, binding)| (binding.ifname.clone(), *n))
+        .collect();
     let events = agent.events();
     std::thread::Builder::new()
         .name("hairpin-links".into())

@@ -71,7 +71,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
     }
     handles.push(links::spawn_monitor(
         agent.clone(),
-        settings.ports.clone(),
+        &settings.ports,
         Arc::clone(&stop),
     )?);
 
