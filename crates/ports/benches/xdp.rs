@@ -88,7 +88,7 @@ fn forward<P: PacketPort>(
     stop: Arc<AtomicBool>,
 ) -> (PortCounters, PortCounters, (f64, f64)) {
     pin_to_cpu(1);
-    let mut pass = |rx: &mut P, tx: &mut P| {
+    let pass = |rx: &mut P, tx: &mut P| {
         let n = rx.recv_burst(BURST, |frame| {
             tx.send(frame.data);
         });

@@ -40,7 +40,9 @@ impl PortKind {
 /// value says why, for the caller to log. Errors only when no port could be opened.
 pub fn open_port(ifname: &str, kind: &PortKind) -> io::Result<(AnyPort, Option<io::Error>)> {
     match kind {
-        PortKind::AfPacket(opts) => Ok((AnyPort::AfPacket(AfPacketPort::open(ifname, opts)?), None)),
+        PortKind::AfPacket(opts) => {
+            Ok((AnyPort::AfPacket(AfPacketPort::open(ifname, opts)?), None))
+        }
         PortKind::Xdp { xdp, fallback } => match XdpPort::open(ifname, xdp) {
             Ok(port) => Ok((AnyPort::Xdp(Box::new(port)), None)),
             Err(xdp_err) => {

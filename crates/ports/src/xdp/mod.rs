@@ -3,29 +3,33 @@
 //!
 //! # Generic mode only
 //!
-//! The program is attached in generic (SKB) mode, the only mode veth offers without an
-//! XDP program on its peer as well; the socket runs in copy mode. Frames are still
-//! copied once each way, so on veth AF_XDP saves the AF_PACKET tap and ring
-//! bookkeeping rather than copies; `benches/xdp.rs` measures both on the same
-//! topology.
+//! The program is attached in generic (SKB) mode, which works on any interface, veth
+//! included, without driver support; the socket runs in copy mode. Frames are still
+//! copied once each way, so on veth it forwards at about the rate and CPU cost of the
+//! AF_PACKET port (`benches/xdp.rs` measures both on the same topology).
 //!
 //! What generic mode on veth cannot do:
 //!
 //! - **Checksum offload.** A frame that a local stack sent through the veth peer with
 //!   its checksum left to the hardware (`CHECKSUM_PARTIAL`) reaches the socket with
 //!   that checksum unfinished, and AF_XDP carries no metadata to say so (the AF_PACKET
-//!   port reads a virtio-net header and completes it). Forwarded unchanged, such
-//!   frames fail the receiver's checksum check: TCP stalls while ping still works.
-//! - **GSO/TSO.** A local TCP stack hands the veth super-frames of up to 64 KiB. One
-//!   that does not fit a UMEM chunk (`frame_size - 256` bytes) is dropped by the kernel
-//!   and counted in `rx_dropped`; one that fits is forwarded larger than the MTU.
-//! - **VLAN offload.** Frames carry their tags inline in the bytes ([`RxFrame::vlan`]
-//!   is always `None`).
+//!   port reads a virtio-net header and completes it). Forwarded unchanged, such TCP
+//!   and UDP frames fail the receiver's checksum check and are dropped there: with
+//!   veth defaults, a TCP connection through two AF_XDP ports never gets past its SYN,
+//!   while ping works (ICMP is checksummed in software).
+//! - **GSO/TSO.** Super-frames of up to 64 KiB exist only with checksum offload on;
+//!   with it off the kernel segments before the veth. One larger than a UMEM chunk
+//!   would be dropped by the kernel and counted in `rx_dropped`.
+//! - **VLAN offload.** Generic XDP runs before the kernel strips a tag, so tags
+//!   arrive inline, as on the wire, and [`RxFrame::vlan`] is always `None`. A tag that
+//!   a sending VLAN device left in skb metadata (its TX offload) would not be seen;
+//!   untested, as this machine's kernel has no 802.1Q device support.
 //!
 //! Hosts that send through such a port from their own TCP/IP stack must therefore turn
-//! these offloads off on their end of the veth pair:
-//! `ethtool -K IF tx off gso off tso off` (traffic from another switch or a traffic
-//! generator that writes whole frames needs nothing).
+//! checksum offload off on their end of the veth pair: `ethtool -K IF tx off` (this
+//! also turns TSO off; `tests/xdp_tcp.rs` moves 20 MiB of TCP through two AF_XDP ports
+//! that way). Traffic from another switch or from a generator that writes whole frames
+//! needs nothing.
 //!
 //! # Sizes
 //!
@@ -70,6 +74,8 @@ pub struct XdpPort {
     area: UmemArea,
     /// Transmit chunks owned by user space, ready to be written.
     free_tx: Vec<u64>,
+    /// Receive chunks consumed and not yet back in the fill ring.
+    recycle: Vec<u64>,
     /// Frames written to the TX ring since the last kick.
     unkicked: u32,
     frame_size: u32,
@@ -166,11 +172,14 @@ impl XdpPort {
 
         // Lend every receive chunk to the kernel.
         let mut fill = device.fill(opts.rx_frames);
-        let lent = fill.insert((0..u64::from(opts.rx_frames)).map(|i| i * u64::from(opts.frame_size)));
+        let lent =
+            fill.insert((0..u64::from(opts.rx_frames)).map(|i| i * u64::from(opts.frame_size)));
         fill.commit();
         drop(fill);
         if lent != opts.rx_frames {
-            return Err(io::Error::other(ctx("fill ring shorter than the receive chunks")));
+            return Err(io::Error::other(ctx(
+                "fill ring shorter than the receive chunks",
+            )));
         }
 
         program.register_socket(opts.queue_id, user.as_raw_fd())?;
@@ -187,6 +196,7 @@ impl XdpPort {
             socket: user,
             area,
             free_tx,
+            recycle: Vec::with_capacity(opts.rx_frames as usize),
             unkicked: 0,
             frame_size: opts.frame_size,
             tx_frames: opts.tx_frames,
@@ -199,10 +209,12 @@ impl XdpPort {
     }
 
     /// Hands up to `max` received frames to `f`; returns how many were taken from the
-    /// ring. Each chunk goes back to the kernel as soon as `f` returns.
+    /// ring. The chunks go back to the kernel through the fill ring at the end.
     pub fn recv_burst(&mut self, max: usize, mut f: impl FnMut(RxFrame<'_>)) -> usize {
-        let mut ring = self.rx.receive(u32::try_from(max).unwrap_or(u32::MAX));
-        let mut fill = self.device.fill(ring.capacity());
+        let room = self.recycle.capacity() - self.recycle.len();
+        let mut ring = self
+            .rx
+            .receive(u32::try_from(max.min(room)).unwrap_or(u32::MAX));
         let mut received = 0;
         while let Some(desc) = ring.read() {
             received += 1;
@@ -215,15 +227,36 @@ impl XdpPort {
                         vlan: None,
                         orig_len: desc.len,
                     });
-                    fill.insert_once(self.area.chunk_of(desc.addr));
+                    self.recycle.push(self.area.chunk_of(desc.addr));
                 }
                 // A descriptor outside the receive chunks: count it, never touch it.
                 None => self.counters.rx_dropped += 1,
             }
         }
-        fill.commit();
         ring.release();
+        drop(ring);
+        self.refill();
         received
+    }
+
+    /// Lends the chunks of consumed frames back to the kernel. The fill ring has room
+    /// for every receive chunk, but a reservation only sees the room the ring last
+    /// reported, so this reserves until everything is in or the ring is truly full.
+    fn refill(&mut self) {
+        let mut lent = 0;
+        while lent < self.recycle.len() {
+            let rest = &self.recycle[lent..];
+            let mut fill = self
+                .device
+                .fill(u32::try_from(rest.len()).unwrap_or(u32::MAX));
+            let n = fill.insert(rest.iter().copied());
+            fill.commit();
+            if n == 0 {
+                break;
+            }
+            lent += n as usize;
+        }
+        self.recycle.drain(..lent);
     }
 
     /// Queues `frame` (exactly as it should appear on the wire) for the next

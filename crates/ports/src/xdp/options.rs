@@ -42,8 +42,7 @@ impl XdpOptions {
     pub(super) fn validate(&self) -> io::Result<()> {
         let invalid = |msg: String| Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
         let page = page_size();
-        if !self.frame_size.is_power_of_two() || self.frame_size < 2048 || self.frame_size > page
-        {
+        if !self.frame_size.is_power_of_two() || self.frame_size < 2048 || self.frame_size > page {
             return invalid(format!(
                 "XDP frame_size {} must be a power of two from 2048 to the page size ({page})",
                 self.frame_size

@@ -64,7 +64,9 @@ impl UmemArea {
         // SAFETY: `addr..end` lies inside the mapping (checked above); the kernel wrote
         // this chunk before publishing its descriptor and does not touch it again until
         // it is handed back through the fill ring, which happens after the borrow ends.
-        Some(unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(addr as usize), len as usize) })
+        Some(unsafe {
+            std::slice::from_raw_parts(self.ptr.as_ptr().add(addr as usize), len as usize)
+        })
     }
 
     /// Whether `addr` is the start of a transmit chunk.
@@ -111,11 +113,20 @@ mod tests {
     fn descriptors_outside_a_chunk_are_refused() {
         let area = UmemArea::new(6 * 2048, 2048, 4 * 2048).unwrap();
         assert_eq!(area.rx_frame(256, 60).map(<[u8]>::len), Some(60));
-        assert_eq!(area.rx_frame(3 * 2048 + 256, 1792).map(<[u8]>::len), Some(1792));
-        assert!(area.rx_frame(3 * 2048 + 256, 1793).is_none(), "crosses chunk end");
+        assert_eq!(
+            area.rx_frame(3 * 2048 + 256, 1792).map(<[u8]>::len),
+            Some(1792)
+        );
+        assert!(
+            area.rx_frame(3 * 2048 + 256, 1793).is_none(),
+            "crosses chunk end"
+        );
         assert!(area.rx_frame(4 * 2048, 1).is_none(), "a transmit chunk");
         assert!(area.rx_frame(7 * 2048, 1).is_none(), "past the area");
-        assert!(area.rx_frame(u64::MAX - 2, 60).is_none(), "overflowing address");
+        assert!(
+            area.rx_frame(u64::MAX - 2, 60).is_none(),
+            "overflowing address"
+        );
         assert_eq!(area.chunk_of(2048 + 300), 2048);
     }
 
