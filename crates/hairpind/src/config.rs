@@ -106,6 +106,9 @@ pub struct Cli {
     /// Receive ring kind of the ports.
     #[arg(long, value_enum)]
     pub rx_ring: Option<RxRing>,
+    /// Create a TAP device of this name as the OpenFlow LOCAL port (the host's own stack).
+    #[arg(long, value_name = "IFNAME")]
+    pub local_port: Option<String>,
 }
 
 /// The settings file, field by field as documented in docs/config.md.
@@ -122,6 +125,7 @@ struct FileSettings {
     fail_mode: Option<FailMode>,
     datapath_threads: Option<usize>,
     rx_ring: Option<RxRing>,
+    local_port: Option<String>,
 }
 
 /// A datapath id may be written as an integer or as a (hex) string, as operators copy it
@@ -143,6 +147,8 @@ pub struct Settings {
     pub fail_mode: FailMode,
     pub datapath_threads: usize,
     pub rx_ring: RxRing,
+    /// TAP device serving as OFPP_LOCAL, if any.
+    pub local_port: Option<String>,
 }
 
 /// A settings error that names where it is: the file, line and field, or the flag.
@@ -255,6 +261,7 @@ impl Settings {
             fail_mode: FailMode::Secure,
             datapath_threads: 1,
             rx_ring: RxRing::default(),
+            local_port: None,
         };
         if let Some(path) = &cli.config {
             let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -281,6 +288,15 @@ impl Settings {
         }
         if let Some(ring) = cli.rx_ring {
             settings.rx_ring = ring;
+        }
+        if let Some(name) = cli.local_port {
+            check_ifname(&name).map_err(|message| ConfigError {
+                file: None,
+                line: None,
+                field: "local_port".into(),
+                message,
+            })?;
+            settings.local_port = Some(name);
         }
         if settings.listen.is_empty() {
             settings
@@ -349,6 +365,10 @@ impl Settings {
         }
         if let Some(ring) = file.rx_ring {
             self.rx_ring = ring;
+        }
+        if let Some(name) = file.local_port {
+            check_ifname(&name).map_err(|m| at("local_port", "local_port", m))?;
+            self.local_port = Some(name);
         }
         Ok(())
     }

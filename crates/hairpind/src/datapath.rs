@@ -56,22 +56,17 @@ fn packet_in_match(ev: &PacketInEvent<'_>) -> Match {
     Match { fields }
 }
 
-/// A thread's ports, indexed by OpenFlow port number.
+/// A thread's ports with their OpenFlow numbers (LOCAL, a TAP device, is one of them).
 pub struct PortSet {
     ports: Vec<(u32, AnyPort)>,
-    local: Option<AnyPort>,
     /// Socket counters as last reported to the switch core, per entry of `ports`.
     reported: Vec<ports::PortCounters>,
 }
 
 impl PortSet {
-    pub fn new(ports: Vec<(u32, AnyPort)>, local: Option<AnyPort>) -> Self {
+    pub fn new(ports: Vec<(u32, AnyPort)>) -> Self {
         let reported = vec![ports::PortCounters::default(); ports.len()];
-        Self {
-            ports,
-            local,
-            reported,
-        }
+        Self { ports, reported }
     }
 
     /// Reports the losses each socket saw since the last report (kernel ring drops, full TX
@@ -100,16 +95,14 @@ impl PortSet {
         });
     }
 
+    /// Adds a port (the LOCAL TAP device).
+    pub fn push(&mut self, port_no: u32, port: AnyPort) {
+        self.ports.push((port_no, port));
+        self.reported.push(ports::PortCounters::default());
+    }
+
     fn transmit(&mut self, port_no: u32, frame: &[u8]) {
-        let port = if port_no == reserved::LOCAL {
-            self.local.as_mut()
-        } else {
-            self.ports
-                .iter_mut()
-                .find(|(n, _)| *n == port_no)
-                .map(|(_, p)| p)
-        };
-        if let Some(port) = port {
+        if let Some((_, port)) = self.ports.iter_mut().find(|(n, _)| *n == port_no) {
             port.send(frame);
         }
     }
@@ -118,17 +111,10 @@ impl PortSet {
         for (_, port) in &mut self.ports {
             let _ = port.flush();
         }
-        if let Some(local) = &mut self.local {
-            let _ = local.flush();
-        }
     }
 
     fn fds(&self) -> Vec<RawFd> {
-        self.ports
-            .iter()
-            .map(|(_, p)| p.fd())
-            .chain(self.local.iter().map(PacketPort::fd))
-            .collect()
+        self.ports.iter().map(|(_, p)| p.fd()).collect()
     }
 }
 

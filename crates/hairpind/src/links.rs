@@ -12,7 +12,8 @@ use agent::session::Event;
 use agent::Agent;
 use ofp::{Port, PortConfig, PortState};
 use ports::{
-    link_info, open_port, LinkChange, LinkMonitor, PortKind, PortOptions, RingKind, XdpOptions,
+    link_info, open_port, set_link_up, AnyPort, LinkChange, LinkMonitor, PortKind, PortOptions,
+    RingKind, TapPort, XdpOptions,
 };
 
 use crate::config::{PortBinding, PortIo, RxRing};
@@ -113,7 +114,21 @@ pub fn open_ports(
         }
         open.push((*port_no, port));
     }
-    Ok(PortSet::new(open, None))
+    Ok(PortSet::new(open))
+}
+
+/// Creates the LOCAL port's TAP device, brings it up and announces it to the switch core.
+pub fn open_local(agent: &Agent, ifname: &str) -> io::Result<(u32, AnyPort)> {
+    let tap = TapPort::open(ifname)
+        .map_err(|e| io::Error::new(e.kind(), format!("LOCAL port ({ifname}): {e}")))?;
+    set_link_up(ifname, true)?;
+    let desc = describe(ofp::OFPP_LOCAL, ifname)?;
+    let now = switch_core::clock::now_ns();
+    agent.with_switch(|s| {
+        s.add_port(desc, now);
+        s.publish();
+    });
+    Ok((ofp::OFPP_LOCAL, AnyPort::Tap(tap)))
 }
 
 fn wait_readable(fd: RawFd, timeout_ms: i32) {

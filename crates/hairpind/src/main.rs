@@ -53,12 +53,21 @@ fn run(settings: Settings) -> std::io::Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let jobs = Arc::new(Mutex::new(jobs_rx));
     let threads = settings.datapath_threads;
+    // A TAP device cannot join a fanout group: the first thread serves LOCAL alone.
+    let mut local = match &settings.local_port {
+        Some(name) => Some(links::open_local(&agent, name)?),
+        None => None,
+    };
     let mut handles = Vec::with_capacity(threads + 1);
     for index in 0..threads {
+        let mut ports = links::open_ports(&settings.ports, threads, settings.rx_ring)?;
+        if let Some((port_no, tap)) = local.take() {
+            ports.push(port_no, tap);
+        }
         let ctx = datapath::ThreadContext {
             agent: agent.clone(),
             reader: readers.reader(),
-            ports: links::open_ports(&settings.ports, threads, settings.rx_ring)?,
+            ports,
             jobs: Arc::clone(&jobs),
             standalone: settings.fail_mode == FailMode::Standalone,
             stop: Arc::clone(&stop),
