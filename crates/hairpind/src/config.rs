@@ -109,6 +109,9 @@ pub struct Cli {
     /// Create a TAP device of this name as the OpenFlow LOCAL port (the host's own stack).
     #[arg(long, value_name = "IFNAME")]
     pub local_port: Option<String>,
+    /// Capture every frame received or sent on port N into a pcap file (repeatable).
+    #[arg(long = "pcap", value_name = "N=FILE", value_parser = parse_capture)]
+    pub captures: Vec<(u32, PathBuf)>,
 }
 
 /// The settings file, field by field as documented in docs/config.md.
@@ -126,6 +129,8 @@ struct FileSettings {
     datapath_threads: Option<usize>,
     rx_ring: Option<RxRing>,
     local_port: Option<String>,
+    #[serde(default)]
+    pcap: BTreeMap<String, PathBuf>,
 }
 
 /// A datapath id may be written as an integer or as a (hex) string, as operators copy it
@@ -149,6 +154,8 @@ pub struct Settings {
     pub rx_ring: RxRing,
     /// TAP device serving as OFPP_LOCAL, if any.
     pub local_port: Option<String>,
+    /// Ports whose traffic is captured, with the pcap file.
+    pub captures: BTreeMap<u32, PathBuf>,
 }
 
 /// A settings error that names where it is: the file, line and field, or the flag.
@@ -189,6 +196,16 @@ fn parse_datapath_id(s: &str) -> Result<u64, String> {
     parsed.map_err(|_| {
         format!("`{s}` is not a datapath id (decimal, 0x-hex, 16 hex digits or aa:bb:..)")
     })
+}
+
+fn parse_capture(s: &str) -> Result<(u32, PathBuf), String> {
+    let (number, file) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}`: a capture is N=FILE"))?;
+    if file.is_empty() {
+        return Err(format!("`{s}`: the capture file is empty"));
+    }
+    Ok((parse_port_number(number)?, PathBuf::from(file)))
 }
 
 fn parse_port_binding(s: &str) -> Result<(u32, PortBinding), String> {
@@ -262,6 +279,7 @@ impl Settings {
             datapath_threads: 1,
             rx_ring: RxRing::default(),
             local_port: None,
+            captures: BTreeMap::new(),
         };
         if let Some(path) = &cli.config {
             let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -298,6 +316,7 @@ impl Settings {
             })?;
             settings.local_port = Some(name);
         }
+        settings.captures.extend(cli.captures);
         if settings.listen.is_empty() {
             settings
                 .listen
@@ -309,6 +328,26 @@ impl Settings {
                 line: None,
                 field: "datapath_threads".into(),
                 message: "must be at least 1".into(),
+            });
+        }
+        if let Some(unknown) = settings
+            .captures
+            .keys()
+            .find(|n| !settings.ports.contains_key(n))
+        {
+            return Err(ConfigError {
+                file: None,
+                line: None,
+                field: format!("pcap.{unknown}"),
+                message: format!("port {unknown} is not bound to an interface"),
+            });
+        }
+        if !settings.captures.is_empty() && settings.datapath_threads > 1 {
+            return Err(ConfigError {
+                file: None,
+                line: None,
+                field: "pcap".into(),
+                message: "captures need datapath_threads = 1 (one writer per file)".into(),
             });
         }
         let xdp = settings.ports.values().any(|p| p.io == PortIo::Xdp);
@@ -369,6 +408,11 @@ impl Settings {
         if let Some(name) = file.local_port {
             check_ifname(&name).map_err(|m| at("local_port", "local_port", m))?;
             self.local_port = Some(name);
+        }
+        for (number, file) in file.pcap {
+            let field = format!("pcap.{number}");
+            let n = parse_port_number(&number).map_err(|m| at(&field, &number, m))?;
+            self.captures.insert(n, file);
         }
         Ok(())
     }
@@ -460,6 +504,18 @@ mod tests {
         assert_eq!((err.line, err.field.as_str()), (Some(3), "ports.2"));
         let err = settings_from("datapath_id = \"zz\"\n", &[]).unwrap_err();
         assert_eq!((err.line, err.field.as_str()), (Some(1), "datapath_id"));
+    }
+
+    #[test]
+    fn captures_need_a_bound_port() {
+        let s = settings_from(
+            "[ports]\n1 = \"veth0\"\n[pcap]\n1 = \"/tmp/p1.pcap\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.captures.get(&1), Some(&PathBuf::from("/tmp/p1.pcap")));
+        let err = settings_from("", &["--pcap", "3=/tmp/p3.pcap"]).unwrap_err();
+        assert_eq!(err.field, "pcap.3");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
 
 use agent::session::Event;
 use agent::{Agent, EventSender};
@@ -14,7 +15,7 @@ use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
 use dataplane::datapath::DatapathReader;
 use dataplane::ir::{port as reserved, Action};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
-use ports::{AnyPort, PacketPort};
+use ports::{AnyPort, PacketPort, PcapWriter};
 use switch_core::ports::IoCounters;
 use switch_core::{PacketOutJob, PacketOutQueue};
 
@@ -61,12 +62,38 @@ pub struct PortSet {
     ports: Vec<(u32, AnyPort)>,
     /// Socket counters as last reported to the switch core, per entry of `ports`.
     reported: Vec<ports::PortCounters>,
+    /// Debug captures (`--pcap`): every frame received or sent on the port, per entry.
+    captures: Vec<Option<PcapWriter>>,
 }
 
 impl PortSet {
     pub fn new(ports: Vec<(u32, AnyPort)>) -> Self {
         let reported = vec![ports::PortCounters::default(); ports.len()];
-        Self { ports, reported }
+        let captures = ports.iter().map(|_| None).collect();
+        Self {
+            ports,
+            reported,
+            captures,
+        }
+    }
+
+    /// Captures port `port_no`'s traffic into `writer`.
+    pub fn capture(&mut self, port_no: u32, writer: PcapWriter) {
+        if let Some(i) = self.ports.iter().position(|(n, _)| *n == port_no) {
+            self.captures[i] = Some(writer);
+        }
+    }
+
+    fn record(&mut self, i: usize, frame: &[u8]) {
+        if let Some(Some(writer)) = self.captures.get_mut(i) {
+            // A capture that fails to write (disk full) stops; forwarding does not.
+            if writer
+                .write_frame(SystemTime::now(), frame, frame.len() as u32)
+                .is_err()
+            {
+                self.captures[i] = None;
+            }
+        }
     }
 
     /// Reports the losses each socket saw since the last report (kernel ring drops, full TX
@@ -99,17 +126,22 @@ impl PortSet {
     pub fn push(&mut self, port_no: u32, port: AnyPort) {
         self.ports.push((port_no, port));
         self.reported.push(ports::PortCounters::default());
+        self.captures.push(None);
     }
 
     fn transmit(&mut self, port_no: u32, frame: &[u8]) {
-        if let Some((_, port)) = self.ports.iter_mut().find(|(n, _)| *n == port_no) {
-            port.send(frame);
+        if let Some(i) = self.ports.iter().position(|(n, _)| *n == port_no) {
+            self.ports[i].1.send(frame);
+            self.record(i, frame);
         }
     }
 
     fn flush(&mut self) {
         for (_, port) in &mut self.ports {
             let _ = port.flush();
+        }
+        for writer in self.captures.iter_mut().flatten() {
+            let _ = writer.flush();
         }
     }
 
@@ -191,6 +223,13 @@ pub fn run(mut ctx: ThreadContext) {
             });
             if batch.is_empty() {
                 continue;
+            }
+            if ctx.ports.captures[i].is_some() {
+                for j in 0..batch.len() {
+                    if let Some((_, frame)) = batch.packet(j) {
+                        ctx.ports.record(i, frame);
+                    }
+                }
             }
             let mut sink = Sink {
                 agent: &ctx.agent,

@@ -15,6 +15,7 @@ use agent::{Agent, AgentConfig};
 use clap::Parser;
 use config::{FailMode, Settings};
 use dataplane::datapath::DatapathConfig;
+use ports::{PcapWriter, TimestampPrecision};
 use switch_core::{Switch, SwitchSettings};
 
 fn main() -> ExitCode {
@@ -63,6 +64,12 @@ fn run(settings: Settings) -> std::io::Result<()> {
         let mut ports = links::open_ports(&settings.ports, threads, settings.rx_ring)?;
         if let Some((port_no, tap)) = local.take() {
             ports.push(port_no, tap);
+        }
+        for (port_no, file) in &settings.captures {
+            let writer = PcapWriter::create(file, TimestampPrecision::Micro).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("pcap {}: {e}", file.display()))
+            })?;
+            ports.capture(*port_no, writer);
         }
         let ctx = datapath::ThreadContext {
             agent: agent.clone(),
