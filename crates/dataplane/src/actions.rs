@@ -4,7 +4,7 @@
 //! Every function takes the frame and the key whose `layout` describes it, checks every offset
 //! against the frame, and leaves the packet untouched when the header it needs is absent.
 
-use crate::checksum::{udp_fixup, update16, update32, update_bytes};
+use crate::checksum::{self, udp_fixup, update16, update32, update_bytes};
 use crate::ir::Action;
 use crate::key::{frag, Field, FieldValue, FlowKey, ParseDepth, NO_OFFSET};
 
@@ -35,7 +35,10 @@ impl Frame<'_> {
         if at == NO_OFFSET {
             return None;
         }
-        let at = usize::from(at);
+        self.get_at(usize::from(at))
+    }
+
+    fn get_at<const N: usize>(&self, at: usize) -> Option<[u8; N]> {
         self.bytes().get(at..at + N).and_then(|s| s.try_into().ok())
     }
 
@@ -84,7 +87,24 @@ impl Frame<'_> {
         self.len -= n;
         true
     }
+
+    /// Zero-pads a frame that a pop left shorter than the Ethernet minimum back to it, as a
+    /// NIC pads on transmit (virtual links such as veth do not, and a receiver compares the
+    /// padded frame).
+    fn pad_to_minimum(&mut self) {
+        if self.len >= ETH_MIN_FRAME {
+            return;
+        }
+        let end = self.start + self.len;
+        if let Some(pad) = self.buf.get_mut(end..self.start + ETH_MIN_FRAME) {
+            pad.fill(0);
+            self.len = ETH_MIN_FRAME;
+        }
+    }
 }
+
+/// Shortest Ethernet frame without its FCS.
+const ETH_MIN_FRAME: usize = 60;
 
 /// Parses the frame down to `depth` if the key has not been parsed that deep yet (the
 /// pipeline parses only as deep as its matches need; actions go deeper on demand).
@@ -163,6 +183,10 @@ fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new
 
 fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u16) {
     let Some(l4) = off(key.layout.l4) else { return };
+    if key.ip_proto == 132 {
+        set_sctp_port(frame, key, l4, at, new);
+        return;
+    }
     let Some(old) = frame.get16(l4 + at) else {
         return;
     };
@@ -170,32 +194,30 @@ fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u16) {
     match key.ip_proto {
         6 => fix_csum(frame, l4 + 16, |c| update16(c, old, new)),
         17 => fix_csum(frame, l4 + 6, |c| udp_fixup(c, update16(c, old, new))),
-        132 => fix_sctp(frame, l4),
         _ => {}
     }
 }
 
-/// SCTP uses CRC32c over the whole packet: recompute it.
-fn fix_sctp(frame: &mut Frame<'_>, l4: usize) {
-    let Some(seg) = frame.bytes().get(l4..) else {
+/// The SCTP packet (common header and chunks) inside the IP packet, without Ethernet padding.
+fn sctp_packet<'f>(frame: &'f Frame<'_>, key: &FlowKey, l4: usize) -> Option<&'f [u8]> {
+    let end = off(key.layout.l3_end).unwrap_or(frame.len);
+    frame.bytes().get(l4..end)
+}
+
+/// Rewrites an SCTP port and its CRC32c. Like Open vSwitch, the checksum changes by exactly
+/// the difference the new port makes, so a packet that arrived with a bad checksum still has
+/// one (a switch must not bless corrupted data); a good one stays good.
+fn set_sctp_port(frame: &mut Frame<'_>, key: &FlowKey, l4: usize, at: usize, new: u16) {
+    let Some(before) = sctp_packet(frame, key, l4).and_then(checksum::sctp) else {
         return;
     };
-    if seg.len() < 12 {
+    let Some(stored) = frame.get_at::<4>(l4 + 8).map(u32::from_le_bytes) else {
         return;
+    };
+    frame.put(l4 + at, &new.to_be_bytes());
+    if let Some(after) = sctp_packet(frame, key, l4).and_then(checksum::sctp) {
+        frame.put(l4 + 8, &(stored ^ before ^ after).to_le_bytes());
     }
-    let mut crc = !0u32;
-    for (i, b) in seg.iter().enumerate() {
-        let b = if (8..12).contains(&i) { 0 } else { *b };
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 {
-                (crc >> 1) ^ 0x82f6_3b78
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    frame.put(l4 + 8, &(!crc).to_le_bytes());
 }
 
 /// Rewrites an ICMP header byte (type at 0, code at 1) and its checksum.
@@ -259,6 +281,14 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
         Field::EthSrc => {
             key.eth_src = value.to_mac();
             frame.put(6, &key.eth_src);
+            return;
+        }
+        Field::EthType => {
+            set_eth_type(frame, key, value.0 as u16);
+            return;
+        }
+        Field::IpProto => {
+            set_ip_proto(frame, key, value.0 as u8);
             return;
         }
         _ => {}
@@ -386,11 +416,79 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             frame.put(p + 1, &(v as u32).to_be_bytes()[1..]);
         }
         Field::Metadata | Field::TunnelId => {}
-        // IN_PORT, IN_PHY_PORT, ETH_TYPE, IP_PROTO and IPV6_EXTHDR are not settable, and
-        // address fields of an absent protocol are ignored.
+        // IN_PORT, IN_PHY_PORT and IPV6_EXTHDR are not settable, and address fields of an
+        // absent protocol are ignored.
         _ => return,
     }
     field.set_in(key, &value);
+}
+
+/// Rewrites the EtherType the key reports (after VLAN tags, or in an 802.2 SNAP header) and
+/// re-reads the headers: what follows it now means something else.
+fn set_eth_type(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) {
+    let Some(at) = off(key.layout.eth_type) else {
+        return;
+    };
+    let at = match frame.get16(at) {
+        Some(t) if t >= 0x0600 => at,
+        // 802.3 length: the EtherType is the SNAP one; plain 802.2 frames have none.
+        Some(_) if frame.bytes().get(at + 2..at + 8) == Some(&[0xaa, 0xaa, 0x03, 0, 0, 0]) => {
+            at + 8
+        }
+        _ => return,
+    };
+    frame.put(at, &ethertype.to_be_bytes());
+    reparse(frame, key);
+}
+
+/// Offset of the byte holding the IPv6 packet's final next-header value (the fixed header's
+/// or the last extension header's), walked as the parser walks the chain.
+fn ipv6_proto_at(frame: &Frame<'_>, key: &FlowKey, l3: usize) -> Option<usize> {
+    let mut at = l3 + 6;
+    let mut next = l3 + 40;
+    for _ in 0..16 {
+        let &nh = frame.bytes().get(at)?;
+        let len = match nh {
+            0 | 43 | 60 => (usize::from(*frame.bytes().get(next + 1)?) + 1) * 8,
+            51 => (usize::from(*frame.bytes().get(next + 1)?) + 2) * 4,
+            44 => 8,
+            _ => break,
+        };
+        at = next;
+        next += len;
+        if nh == 44 && frame.get16(at + 2)? & 0xfff8 != 0 {
+            // A later fragment: the parser stops at the fragment header.
+            break;
+        }
+    }
+    (frame.bytes().get(at) == Some(&key.ip_proto)).then_some(at)
+}
+
+/// Rewrites the IP protocol (IPv4) or final next header (IPv6). The IPv4 header checksum is
+/// updated, and so is the transport checksum of the header actually present, whose
+/// pseudo-header carries the protocol (RFC 793, 768, 8200 section 8.1); then the headers are
+/// re-read under the new protocol.
+fn set_ip_proto(frame: &mut Frame<'_>, key: &mut FlowKey, proto: u8) {
+    ensure_depth(frame, key, ParseDepth::L3);
+    let Some(l3) = off(key.layout.l3) else { return };
+    let old = key.ip_proto;
+    match key.eth_type {
+        0x0800 => {
+            let Some([ttl, _]) = frame.get_at::<2>(l3 + 8) else {
+                return;
+            };
+            set_ipv4_word(frame, l3, 8, [ttl, proto]);
+        }
+        0x86dd => {
+            let Some(at) = ipv6_proto_at(frame, key, l3) else {
+                return;
+            };
+            frame.put(at, &[proto]);
+        }
+        _ => return,
+    }
+    fix_l4_pseudo(frame, key, &[0, old], &[0, proto]);
+    reparse(frame, key);
 }
 
 /// The parse depth and metadata to restore after a header push/pop re-parse.
@@ -429,6 +527,7 @@ pub(crate) fn pop_vlan(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
     if off(key.layout.vlan).is_none() || !frame.remove_gap(12, 4) {
         return false;
     }
+    frame.pad_to_minimum();
     reparse(frame, key);
     true
 }
@@ -440,14 +539,10 @@ pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16
     };
     let lse = match off(key.layout.mpls).and_then(|m| frame.get::<4>(m as u16)) {
         Some(top) => u32::from_be_bytes(top) & !(1 << 8),
-        None => {
-            let ttl = if key.layout.ip_ttl != 0 {
-                key.layout.ip_ttl
-            } else {
-                64
-            };
-            (1 << 8) | u32::from(ttl)
-        }
+        // A first label takes the IP TTL; without an IP header the TTL, like every field
+        // with nothing to copy from, starts at zero (OpenFlow 1.3 section 5.12.1; Open
+        // vSwitch uses 64 there).
+        None => (1 << 8) | u32::from(key.layout.ip_ttl),
     };
     if !frame.insert_gap(et + 2, 4) {
         return false;
@@ -463,10 +558,11 @@ pub(crate) fn pop_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16)
         return false;
     };
     frame.put(et, &ethertype.to_be_bytes());
+    // The moved bytes end with the EtherType we just wrote.
     if !frame.remove_gap(m, 4) {
         return false;
     }
-    // The moved bytes end with the EtherType we just wrote.
+    frame.pad_to_minimum();
     reparse(frame, key);
     true
 }
@@ -504,6 +600,7 @@ pub(crate) fn pop_pbb(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
     }
     frame.start += n;
     frame.len -= n;
+    frame.pad_to_minimum();
     reparse(frame, key);
     true
 }

@@ -81,32 +81,45 @@ pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey) -> Choice {
                 None => Choice::Nothing,
             }
         }
-        GroupType::Select => {
-            let live = |b: &Bucket| b.weight > 0 && bucket_live(state, b, 0);
-            let total: u64 = group
-                .buckets
-                .iter()
-                .filter(|b| live(b))
-                .map(|b| u64::from(b.weight))
-                .sum();
-            if total == 0 {
-                return Choice::Nothing;
-            }
-            // Multiply-shift maps the hash uniformly onto [0, total).
-            let mut point = ((u128::from(flow_hash(key)) * u128::from(total)) >> 64) as u64;
-            for (i, b) in group.buckets.iter().enumerate() {
-                if !live(b) {
-                    continue;
-                }
-                let w = u64::from(b.weight);
-                if point < w {
-                    return Choice::One(i);
-                }
-                point -= w;
-            }
-            Choice::Nothing
-        }
+        GroupType::Select => select(state, group, key),
     }
+}
+
+/// SELECT: a bucket by flow hash, in proportion to the weights of the live buckets. A bucket
+/// of weight 0 takes no share while any live bucket has a weight (as in Open vSwitch); when
+/// every live bucket has weight 0 (a controller that left the weights unset, as os-ken's
+/// `OFPBucket` default does) they share equally, where Open vSwitch would send everything to
+/// its last live bucket.
+fn select(state: &State, group: &Group, key: &FlowKey) -> Choice {
+    let (mut live, mut weighted) = (0u64, 0u64);
+    for b in group.buckets.iter().filter(|b| bucket_live(state, b, 0)) {
+        live += 1;
+        weighted += u64::from(b.weight);
+    }
+    if live == 0 {
+        return Choice::Nothing;
+    }
+    let share = |b: &Bucket| {
+        if weighted == 0 {
+            1
+        } else {
+            u64::from(b.weight)
+        }
+    };
+    let total = if weighted == 0 { live } else { weighted };
+    // Multiply-shift maps the hash uniformly onto [0, total).
+    let mut point = ((u128::from(flow_hash(key)) * u128::from(total)) >> 64) as u64;
+    for (i, b) in group.buckets.iter().enumerate() {
+        if !bucket_live(state, b, 0) {
+            continue;
+        }
+        let w = share(b);
+        if point < w {
+            return Choice::One(i);
+        }
+        point -= w;
+    }
+    Choice::Nothing
 }
 
 /// Rewrites every bucket's actions into action-set order (a bucket is an action set).

@@ -146,7 +146,7 @@ macro_rules! flow_key {
         /// TCP, UDP and SCTP share `tp_src`/`tp_dst`; ICMPv4 and ICMPv6 share `icmp_type`/
         /// `icmp_code` (the ip_proto prerequisite tells them apart).
         #[repr(C, align(8))]
-        #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
+        #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
         pub struct FlowKey {
             $( $(#[$doc])* pub $name: $ty, )*
             /// Pad so the matchable part is a whole number of words; always zero.
@@ -248,6 +248,18 @@ flow_key! {
     mpls_tc: u8,
     /// Top MPLS bottom-of-stack bit.
     mpls_bos: u8,
+}
+
+/// Hashes the matchable words in one piece (field by field costs a hasher call per field;
+/// the switch core hashes matches per flow-mod). Consistent with `Eq`: the words cover every
+/// field and the padding, `layout` is hashed beside them.
+impl core::hash::Hash for FlowKey {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        for w in self.words() {
+            state.write_u64(*w);
+        }
+        self.layout.hash(state);
+    }
 }
 
 impl FlowKey {
@@ -672,8 +684,24 @@ impl Match {
         } else {
             0
         };
-        for f in Field::ALL {
-            if f.get(&self.mask).0 == 0 {
+        let mask = self.mask.words();
+        let table = field_bits();
+        // Only fields lying in a non-zero mask word can be matched: test just those.
+        let mut candidates = mask
+            .iter()
+            .zip(&table.by_word)
+            .filter(|(m, _)| **m != 0)
+            .fold(0u64, |acc, (_, fields)| acc | fields);
+        while candidates != 0 {
+            let i = candidates.trailing_zeros() as usize;
+            candidates &= candidates - 1;
+            let (Some(&f), Some(bits)) = (Field::ALL.get(i), table.by_field.get(i)) else {
+                continue;
+            };
+            let matched = bits
+                .iter()
+                .any(|&(w, b)| mask.get(usize::from(w)).is_some_and(|m| m & b != 0));
+            if !matched {
                 continue;
             }
             let group = f.slot_group();
@@ -692,6 +720,21 @@ impl Match {
             set.insert(chosen);
         }
         set
+    }
+
+    /// The parse depth the match needs: `self.fields().depth()` without walking the fields
+    /// (one masked test per depth over the key words; used per flow-mod).
+    pub fn parse_depth(&self) -> ParseDepth {
+        let [l3, l4] = depth_masks();
+        let touches =
+            |bits: &[u64; KEY_WORDS]| self.mask.words().iter().zip(bits).any(|(m, b)| m & b != 0);
+        if touches(l4) {
+            ParseDepth::L4
+        } else if touches(l3) {
+            ParseDepth::L3
+        } else {
+            ParseDepth::L2
+        }
     }
 
     /// Checks OpenFlow 1.3 prerequisites (table 11): every matched field's prerequisite
@@ -722,9 +765,103 @@ impl Match {
     }
 }
 
+/// Where the fields lie in the key words.
+struct FieldBits {
+    /// Per field of [`Field::ALL`]: up to three (word, bits) pairs (a 16-byte field spans at
+    /// most three words), unused pairs with no bits.
+    by_field: [[(u8, u64); 3]; Field::ALL.len()],
+    /// Per key word: the fields (bit i = `Field::ALL[i]`) with bits in it.
+    by_word: [u64; KEY_WORDS],
+}
+
+fn field_bits() -> &'static FieldBits {
+    static BITS: std::sync::OnceLock<FieldBits> = std::sync::OnceLock::new();
+    BITS.get_or_init(|| {
+        let mut table = FieldBits {
+            by_field: [[(0, 0); 3]; Field::ALL.len()],
+            by_word: [0; KEY_WORDS],
+        };
+        for (i, (f, pairs)) in Field::ALL
+            .into_iter()
+            .zip(table.by_field.iter_mut())
+            .enumerate()
+        {
+            let mut k = FlowKey::default();
+            f.mask_all(&mut k);
+            let used = k
+                .words()
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b != 0)
+                .filter_map(|(w, b)| Some((u8::try_from(w).ok()?, *b)));
+            for (pair, (w, b)) in pairs.iter_mut().zip(used) {
+                *pair = (w, b);
+                if let Some(fields) = table.by_word.get_mut(usize::from(w)) {
+                    *fields |= 1 << i;
+                }
+            }
+        }
+        table
+    })
+}
+
+/// The key bits of the L3 fields and of the L4 fields (fields sharing a slot share a depth).
+fn depth_masks() -> &'static [[u64; KEY_WORDS]; 2] {
+    static MASKS: std::sync::OnceLock<[[u64; KEY_WORDS]; 2]> = std::sync::OnceLock::new();
+    MASKS.get_or_init(|| {
+        let mut by_depth = [FlowKey::default(), FlowKey::default()];
+        for f in Field::ALL {
+            let slot = match f.depth() {
+                ParseDepth::L2 => None,
+                ParseDepth::L3 => by_depth.get_mut(0),
+                ParseDepth::L4 => by_depth.get_mut(1),
+            };
+            if let Some(k) = slot {
+                f.mask_all(k);
+            }
+        }
+        let [l3, l4] = by_depth;
+        [*l3.words(), *l4.words()]
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_field_is_seen_by_fields() {
+        for f in Field::ALL {
+            let mut mask = FlowKey::default();
+            f.mask_all(&mut mask);
+            assert!(mask.words().iter().filter(|w| **w != 0).count() <= 3);
+            let m = Match {
+                key: FlowKey::default(),
+                mask,
+            };
+            let seen = m.fields();
+            let expected = f.slot_group().first().copied().unwrap_or(f);
+            assert_eq!(
+                seen.iter().collect::<Vec<_>>(),
+                vec![expected],
+                "{}",
+                f.name()
+            );
+        }
+    }
+
+    #[test]
+    fn parse_depth_agrees_with_the_field_walk() {
+        let mut m = Match::any();
+        assert_eq!(m.parse_depth(), m.fields().depth());
+        for f in Field::ALL {
+            let mut one = Match::any();
+            one.set(f, FieldValue(1), None);
+            assert_eq!(one.parse_depth(), one.fields().depth(), "{}", f.name());
+            m.set(f, FieldValue(1), None);
+            assert_eq!(m.parse_depth(), m.fields().depth(), "{}", f.name());
+        }
+    }
 
     #[test]
     fn layout_is_word_sized() {

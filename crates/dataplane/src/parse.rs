@@ -169,6 +169,10 @@ pub fn parse_to(pkt: &[u8], in_port: u32, depth: ParseDepth, key: &mut FlowKey) 
         key.layout.depth = depth;
         return l2;
     }
+    if depth == ParseDepth::L2 {
+        // L2-only pipelines (a MAC table): nothing further to parse, skip the call.
+        return Ok(());
+    }
     parse_deeper(pkt, depth, key)
 }
 

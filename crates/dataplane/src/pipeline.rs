@@ -324,6 +324,9 @@ fn run_entry<S: PacketSink>(
     entry: &FlowEntry,
     table: u8,
 ) -> Option<u8> {
+    if entry.program.goto_only {
+        return entry.program.goto;
+    }
     let mut meta = Meta {
         in_port: key.in_port,
         table,

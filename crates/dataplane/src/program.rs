@@ -92,6 +92,9 @@ pub(crate) struct Program {
     apply_len: u16,
     write_len: u16,
     pub goto: Option<u8>,
+    /// Nothing but a goto-table: the packet moves on untouched (without a goto, the action
+    /// set would run, so such entries do not qualify).
+    pub goto_only: bool,
     pub clear: bool,
     pub has_write: bool,
     pub meter: Option<u32>,
@@ -113,10 +116,47 @@ pub(crate) fn action_set_order(actions: &[Action]) -> Vec<Action> {
     out
 }
 
+/// Collects steps inline while they fit, on the heap beyond (no allocation for short
+/// programs: compiling runs once per flow-mod).
+struct StepBuf {
+    inline: [Step; INLINE],
+    len: usize,
+    heap: Vec<Step>,
+}
+
+impl StepBuf {
+    fn new() -> Self {
+        StepBuf {
+            inline: [Step::SetQueue(0); INLINE],
+            len: 0,
+            heap: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, step: Step) {
+        if self.heap.is_empty() {
+            if let Some(slot) = self.inline.get_mut(self.len) {
+                *slot = step;
+                self.len += 1;
+                return;
+            }
+            self.heap.extend_from_slice(&self.inline);
+        }
+        self.heap.push(step);
+        self.len += 1;
+    }
+
+    fn into_store(self) -> Store {
+        if self.heap.is_empty() {
+            Store::Inline(self.inline)
+        } else {
+            Store::Heap(self.heap.into())
+        }
+    }
+}
+
 impl Program {
     pub fn compile(instructions: &[Instruction]) -> Program {
-        let mut apply: Vec<Action> = Vec::new();
-        let mut write: Vec<Action> = Vec::new();
         let mut p = Program {
             store: Store::Inline([Step::SetQueue(0); INLINE]),
             apply_len: 0,
@@ -126,17 +166,23 @@ impl Program {
             has_write: false,
             metadata: None,
             goto: None,
+            goto_only: false,
             insp: None,
         };
+        let mut steps = StepBuf::new();
         for ins in instructions {
             match ins {
                 Instruction::GotoTable(t) => p.goto = Some(*t),
                 Instruction::WriteMetadata { value, mask } => p.metadata = Some((*value, *mask)),
-                Instruction::ApplyActions(a) => apply.extend_from_slice(a),
-                Instruction::WriteActions(a) => {
-                    p.has_write = true;
-                    write.extend_from_slice(a);
+                Instruction::ApplyActions(a) => {
+                    for action in a {
+                        if p.apply_len < u16::MAX {
+                            steps.push(Step::from(*action));
+                            p.apply_len += 1;
+                        }
+                    }
                 }
+                Instruction::WriteActions(_) => p.has_write = true,
                 Instruction::ClearActions => p.clear = true,
                 Instruction::Meter(m) => p.meter = Some(*m),
                 Instruction::Insp {
@@ -150,24 +196,29 @@ impl Program {
                 }
             }
         }
-        let write = action_set_order(&write);
-        p.apply_len = u16::try_from(apply.len()).unwrap_or(u16::MAX);
-        p.write_len = u16::try_from(write.len()).unwrap_or(u16::MAX);
-        let all: Vec<Step> = apply
-            .into_iter()
-            .take(usize::from(p.apply_len))
-            .chain(write.into_iter().take(usize::from(p.write_len)))
-            .map(Step::from)
-            .collect();
-        p.store = if all.len() <= INLINE {
-            let mut inline = [Step::SetQueue(0); INLINE];
-            for (slot, a) in inline.iter_mut().zip(&all) {
-                *slot = *a;
+        if p.has_write {
+            let mut set = ActionSet::default();
+            for ins in instructions {
+                if let Instruction::WriteActions(a) = ins {
+                    set.write(a);
+                }
             }
-            Store::Inline(inline)
-        } else {
-            Store::Heap(all.into())
-        };
+            set.for_each(|a| {
+                if p.write_len < u16::MAX {
+                    steps.push(Step::from(a));
+                    p.write_len += 1;
+                }
+                true
+            });
+        }
+        p.goto_only = p.goto.is_some()
+            && steps.len == 0
+            && p.meter.is_none()
+            && p.insp.is_none()
+            && !p.clear
+            && !p.has_write
+            && p.metadata.is_none();
+        p.store = steps.into_store();
         p
     }
 

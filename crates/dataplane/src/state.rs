@@ -5,7 +5,7 @@ use crate::classifier::hash::SeededMap;
 use crate::classifier::Classifier;
 use crate::counters::{FlowCounters, PortCounters};
 use crate::datapath::{FlowId, Group, Op, PortInfo, SwitchConfig};
-use crate::key::ParseDepth;
+use crate::key::{Match, ParseDepth};
 use crate::meter::Meter;
 use crate::normal::{NormalPorts, PortVlanMode};
 use crate::program::{Program, Step};
@@ -160,6 +160,43 @@ pub(crate) enum Update {
         info: PortInfo,
         counters: Arc<PortCounters>,
     },
+    /// An `InsertFlow` the first copy has already compiled: the second copy reuses the entry
+    /// instead of compiling the instructions again.
+    Insert {
+        table: u8,
+        priority: u16,
+        match_: Match,
+        entry: FlowEntry,
+    },
+}
+
+impl Update {
+    /// Compiles an `InsertFlow` into its prepared form (other updates are left as they are).
+    fn prepare(&mut self) {
+        if let Update::Op(Op::InsertFlow {
+            table,
+            id,
+            priority,
+            match_,
+            instructions,
+            counters,
+        }) = self
+        {
+            let entry = FlowEntry {
+                id: *id,
+                program: Program::compile(instructions),
+                counters: Arc::clone(counters),
+                table_miss: *priority == 0 && match_.mask.words().iter().all(|w| *w == 0),
+                depth: match_.parse_depth(),
+            };
+            *self = Update::Insert {
+                table: *table,
+                priority: *priority,
+                match_: *match_,
+                entry,
+            };
+        }
+    }
 }
 
 /// One copy of the datapath state.
@@ -226,8 +263,24 @@ impl State {
         }
     }
 
+    fn insert_flow(&mut self, table: u8, priority: u16, match_: &Match, entry: FlowEntry) {
+        let id = entry.id;
+        let depth = entry.depth;
+        self.remove_flow(table, id);
+        if let Some(t) = self.tables.get_mut(usize::from(table)) {
+            t.insert(id.0, priority, match_, entry);
+            self.count_depth(depth, true);
+        }
+    }
+
     fn apply(&mut self, update: &Update) {
         match update {
+            Update::Insert {
+                table,
+                priority,
+                match_,
+                entry,
+            } => self.insert_flow(*table, *priority, match_, entry.clone()),
             Update::Port {
                 port_no,
                 info,
@@ -252,27 +305,11 @@ impl State {
 
     fn apply_op(&mut self, op: &Op) {
         match op {
-            Op::InsertFlow {
-                table,
-                id,
-                priority,
-                match_,
-                instructions,
-                counters,
-            } => {
-                self.remove_flow(*table, *id);
-                let depth = match_.fields().depth();
-                let entry = FlowEntry {
-                    id: *id,
-                    program: Program::compile(instructions),
-                    counters: Arc::clone(counters),
-                    table_miss: *priority == 0 && match_.mask.words().iter().all(|w| *w == 0),
-                    depth,
-                };
-                if let Some(t) = self.tables.get_mut(usize::from(*table)) {
-                    t.insert(id.0, *priority, match_, entry);
-                    self.count_depth(depth, true);
-                }
+            Op::InsertFlow { .. } => {
+                // `absorb_first` prepares every insert; this keeps an unprepared one correct.
+                let mut update = Update::Op(op.clone());
+                update.prepare();
+                self.apply(&update);
             }
             Op::RemoveFlow { table, id } => self.remove_flow(*table, *id),
             Op::ReplaceInstructions {
@@ -338,11 +375,20 @@ impl State {
 
 impl left_right::Absorb<Update> for State {
     fn absorb_first(&mut self, update: &mut Update, _other: &Self) {
+        update.prepare();
         self.apply(update);
     }
 
     fn absorb_second(&mut self, update: Update, _other: &Self) {
-        self.apply(&update);
+        match update {
+            Update::Insert {
+                table,
+                priority,
+                match_,
+                entry,
+            } => self.insert_flow(table, priority, &match_, entry),
+            update => self.apply(&update),
+        }
     }
 
     fn sync_with(&mut self, first: &Self) {

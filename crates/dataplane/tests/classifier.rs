@@ -124,6 +124,30 @@ fn check(
             (got, want) => prop_assert!(false, "got {:?} want {:?}", got.map(|r| r.id), want),
         }
     }
+    // The datapath classifies whole batches: the batched lookup must agree too.
+    let mut out = vec![0u32; packets.len()];
+    let mut scratch = Default::default();
+    c.lookup_batch(
+        packets.len(),
+        |i| packets[i].words(),
+        &mut out,
+        &mut scratch,
+    );
+    for (k, slot) in packets.iter().zip(&out) {
+        let got = c.rule(*slot).map(|r| r.priority);
+        prop_assert_eq!(got, reference(live, k), "batched lookup for {:?}", k);
+        if let Some(r) = c.rule(*slot) {
+            let m = &live
+                .iter()
+                .find(|(id, _, _)| *id == r.id)
+                .expect("returned rule is live")
+                .2;
+            prop_assert!(
+                m.matches(k),
+                "batched lookup returned a rule that does not match"
+            );
+        }
+    }
     Ok(())
 }
 
@@ -158,6 +182,7 @@ proptest! {
     #[test]
     fn routing_tables_use_lpm_and_agree(
         routes in prop::collection::vec((addr(), 0u8..=32), 2..60),
+        catch_all in prop::option::of(0u16..=140),
         removals in prop::collection::vec(any::<prop::sample::Index>(), 0..30),
         packets in prop::collection::vec(packet(), 1..60),
     ) {
@@ -168,6 +193,12 @@ proptest! {
             let m = spec.to_match();
             c.insert(id as u64, spec.priority, &m, id as u64);
             live.push((id as u64, spec.priority, m));
+        }
+        // A table-miss style rule beside the routes, below, among or above their priorities.
+        if let Some(priority) = catch_all {
+            let id = routes.len() as u64;
+            c.insert(id, priority, &Match::any(), id);
+            live.push((id, priority, Match::any()));
         }
         let lengths: std::collections::BTreeSet<u8> = routes.iter().map(|r| r.1).collect();
         if lengths.len() >= 2 {
@@ -304,5 +335,60 @@ fn batch_lookup_equals_single_lookup() {
             c.rule(*o).map(|r| r.priority),
             c.rule(single).map(|r| r.priority)
         );
+    }
+}
+
+/// Every probe strategy of `lookup_batch` (one small tuple with or without a catch-all,
+/// direct probing of small indexes, hash-then-prefetch for large ones, the match-all
+/// shortcut) agrees with a linear scan of the rules, including a catch-all whose priority
+/// lies among the other rules' priorities.
+#[test]
+fn batch_lookup_agrees_with_linear_scan_at_every_size() {
+    for (rules, two_masks, catch_all) in [
+        (200u32, true, 0u16),
+        (5000, true, 0),
+        (200, false, 3),
+        (200, false, 0),
+        (5000, false, 3),
+    ] {
+        let mut c = Classifier::default();
+        let mut installed = Vec::new();
+        for i in 0..rules {
+            let mut m = mac_rule(i % (rules / 2));
+            if two_masks && i % 3 == 0 {
+                m.set(Field::EthType, FieldValue::from(0x0800u16), None);
+            }
+            let priority = (i % 5) as u16 + 1;
+            c.insert(u64::from(i), priority, &m, i);
+            installed.push((priority, m));
+        }
+        c.insert(u64::from(rules), catch_all, &Match::any(), rules);
+        installed.push((catch_all, Match::any()));
+        let keys: Vec<FlowKey> = (0..rules)
+            .step_by(3)
+            .map(|i| {
+                let b = i.to_be_bytes();
+                FlowKey {
+                    eth_dst: [2, 0, b[0], b[1], b[2], b[3]],
+                    eth_type: if i % 2 == 0 { 0x0800 } else { 0x86dd },
+                    ..FlowKey::default()
+                }
+            })
+            .collect();
+        let mut out = vec![0u32; keys.len()];
+        let mut scratch = Default::default();
+        c.lookup_batch(keys.len(), |i| keys[i].words(), &mut out, &mut scratch);
+        for (k, o) in keys.iter().zip(&out) {
+            let expected = installed
+                .iter()
+                .filter(|(_, m)| m.matches(k))
+                .map(|(p, _)| *p)
+                .max();
+            assert_eq!(
+                c.rule(*o).map(|r| r.priority),
+                expected,
+                "{rules} rules, two masks {two_masks}, catch-all {catch_all}"
+            );
+        }
     }
 }

@@ -37,17 +37,47 @@ fn fold_mul(x: u64, y: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// Hashes `key & mask` over the word positions in `words` (the mask's non-zero words).
+/// One significant word of a mask, ready for hashing: its position, its bits and the
+/// per-position multiplier (precomputed so a probe does one load, one AND and one multiply
+/// per word).
+#[derive(Clone, Copy, Debug)]
+pub struct Lane {
+    pub at: usize,
+    pub mask: u64,
+    salt: u64,
+}
+
+impl Seed {
+    /// The lane of word `at` under `mask`.
+    pub fn lane(self, at: usize, mask: u64) -> Lane {
+        Lane {
+            at,
+            mask,
+            salt: self.b ^ (at as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        }
+    }
+}
+
+/// Hashes `key & mask` over the mask's lanes (its non-zero words).
+#[inline(always)]
+pub fn hash_lanes(seed: Seed, key: &[u64], lanes: &[Lane]) -> u64 {
+    let mut h = seed.a;
+    for l in lanes {
+        let w = key.get(l.at).copied().unwrap_or(0) & l.mask;
+        h = fold_mul(h ^ w, l.salt);
+    }
+    fold_mul(h, seed.b)
+}
+
+/// Hashes `key & mask` over the word positions in `words` (the mask's non-zero words); equal
+/// to [`hash_lanes`] over the same words.
 #[inline(always)]
 pub fn hash_masked(seed: Seed, key: &[u64], mask: &[u64], words: &[u8]) -> u64 {
     let mut h = seed.a;
     for &i in words {
         let i = usize::from(i);
-        let w = key.get(i).copied().unwrap_or(0) & mask.get(i).copied().unwrap_or(0);
-        h = fold_mul(
-            h ^ w,
-            seed.b ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        );
+        let l = seed.lane(i, mask.get(i).copied().unwrap_or(0));
+        h = fold_mul(h ^ (key.get(i).copied().unwrap_or(0) & l.mask), l.salt);
     }
     fold_mul(h, seed.b)
 }

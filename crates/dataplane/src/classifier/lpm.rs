@@ -13,7 +13,7 @@
 //! (found by at most 32 subtable probes). Chunks are not reclaimed when their prefixes go away
 //! (memory is bounded by the prefixes ever inserted since the family was formed).
 
-use super::hash::{hash_masked, Seed, SeededMap};
+use super::hash::SeededMap;
 use super::subtable::{Subtable, Words};
 use super::{ipv4_lanes, Rule, NO_RULE};
 
@@ -335,9 +335,9 @@ impl LpmPlan {
 
     /// Picks the largest qualifying family of the table, if any, and builds its table.
     pub fn choose<P>(
-        seed: Seed,
         subtables: &[Option<Subtable>],
         rules: &[Option<Rule<P>>],
+        keys: &[Words],
     ) -> Option<LpmPlan> {
         let mut best: Option<(usize, LpmPlan)> = None;
         for (word, shift) in ipv4_lanes() {
@@ -380,7 +380,7 @@ impl LpmPlan {
                     by_len,
                     dir: Dir::new(),
                 };
-                if let Some(size) = plan.build(seed, subtables, rules) {
+                if let Some(size) = plan.build(subtables, rules, keys) {
                     if best.as_ref().is_none_or(|(n, _)| size > *n) {
                         best = Some((size, plan));
                     }
@@ -393,16 +393,16 @@ impl LpmPlan {
     /// Checks the family qualifies and fills the table; returns the number of rules.
     fn build<P>(
         &mut self,
-        seed: Seed,
         subtables: &[Option<Subtable>],
         rules: &[Option<Rule<P>>],
+        keys: &[Words],
     ) -> Option<usize> {
         if !self.priorities_consistent(subtables) || rules.len() >= SLOT_MASK as usize {
             return None;
         }
         let mut first = true;
         let mut count = 0;
-        for r in rules.iter().flatten() {
+        for (r, key) in live(rules, keys) {
             if !self.contains(r.subtable) {
                 continue;
             }
@@ -410,30 +410,26 @@ impl LpmPlan {
                 for ((s, k), m) in self
                     .signature
                     .iter_mut()
-                    .zip(r.key.iter())
+                    .zip(key.iter())
                     .zip(&self.base_mask)
                 {
                     *s = k & m;
                 }
                 first = false;
-            } else if !self.signature_of(&r.key) {
+            } else if !self.signature_of(key) {
                 return None;
             }
             count += 1;
         }
         let mut heads: Vec<(u8, u32, u32)> = Vec::with_capacity(count);
-        for r in rules.iter().flatten() {
+        for (r, key) in live(rules, keys) {
             let Some(len) = self.by_len.iter().position(|&s| s == r.subtable) else {
                 continue;
             };
             let Some(sub) = subtables.get(r.subtable as usize).and_then(Option::as_ref) else {
                 continue;
             };
-            heads.push((
-                len as u8,
-                self.lane_value(&r.key),
-                head_of(seed, sub, rules, &r.key),
-            ));
+            heads.push((len as u8, self.lane_value(key), head_of(sub, keys, key)));
         }
         heads.sort_unstable();
         heads.dedup();
@@ -448,17 +444,18 @@ impl LpmPlan {
         &mut self,
         subtables: &[Option<Subtable>],
         rules: &[Option<Rule<P>>],
+        keys: &[Words],
         sub_id: u32,
         slot: u32,
     ) -> bool {
-        let Some(rule) = rules.get(slot as usize).and_then(Option::as_ref) else {
+        let (Some(Some(_)), Some(key)) = (rules.get(slot as usize), keys.get(slot as usize)) else {
             return false;
         };
         if slot >= SLOT_MASK {
             // Leaves hold 25-bit slots: a table this large falls back to tuple space search.
             return false;
         }
-        if !self.signature_of(&rule.key) || !self.priorities_consistent(subtables) {
+        if !self.signature_of(key) || !self.priorities_consistent(subtables) {
             return false;
         }
         let Some(len) = self.by_len.iter().position(|&s| s == sub_id) else {
@@ -467,17 +464,16 @@ impl LpmPlan {
         let Some(sub) = subtables.get(sub_id as usize).and_then(Option::as_ref) else {
             return false;
         };
-        let head = head_of(Seed::process(), sub, rules, &rule.key);
-        self.dir.insert(self.lane_value(&rule.key), len as u8, head);
+        let head = head_of(sub, keys, key);
+        self.dir.insert(self.lane_value(key), len as u8, head);
         true
     }
 
     /// A rule left a member subtable (which still has rules).
-    pub fn rule_removed<P>(
+    pub fn rule_removed(
         &mut self,
-        seed: Seed,
         subtables: &[Option<Subtable>],
-        rules: &[Option<Rule<P>>],
+        keys: &[Words],
         sub_id: u32,
         key: &Words,
     ) {
@@ -487,7 +483,7 @@ impl LpmPlan {
         let len = len as u8;
         let addr = self.lane_value(key);
         if let Some(sub) = subtables.get(sub_id as usize).and_then(Option::as_ref) {
-            let head = head_of(seed, sub, rules, key);
+            let head = head_of(sub, keys, key);
             if head != NO_RULE {
                 self.dir.insert(addr, len, head);
                 return;
@@ -508,7 +504,7 @@ impl LpmPlan {
             if let Some(w) = probe.get_mut(self.word) {
                 *w = (*w & !lane) | (u64::from(addr & prefix_mask(shorter)) << self.shift);
             }
-            let head = head_of(seed, sub, rules, &probe);
+            let head = head_of(sub, keys, &probe);
             if head != NO_RULE {
                 replacement = leaf(head, shorter);
                 break;
@@ -518,15 +514,24 @@ impl LpmPlan {
     }
 }
 
-/// The highest-priority rule of `sub` whose masked key equals `key & mask`, or [`NO_RULE`].
-fn head_of<P>(seed: Seed, sub: &Subtable, rules: &[Option<Rule<P>>], key: &Words) -> u32 {
-    let h = hash_masked(seed, key, &sub.mask, &sub.words);
+/// The highest-priority rule of `sub` whose masked key equals `key & mask`, or [`NO_RULE`]
+/// (index entries only point at live rules, whose keys are current).
+fn head_of(sub: &Subtable, keys: &[Words], key: &Words) -> u32 {
+    let h = sub.hash(key);
     sub.index
         .find(h, sub.word0(key), |s| {
-            rules
-                .get(s as usize)
-                .and_then(Option::as_ref)
-                .is_some_and(|r| sub.key_eq(key, &r.key))
+            keys.get(s as usize).is_some_and(|k| sub.key_eq(key, k))
         })
         .map_or(NO_RULE, |e| e.slot)
+}
+
+/// The installed rules with their keys.
+fn live<'r, P>(
+    rules: &'r [Option<Rule<P>>],
+    keys: &'r [Words],
+) -> impl Iterator<Item = (&'r Rule<P>, &'r Words)> {
+    rules
+        .iter()
+        .zip(keys)
+        .filter_map(|(r, k)| Some((r.as_ref()?, k)))
 }

@@ -33,6 +33,12 @@ use lpm::LpmPlan;
 use subtable::Subtable;
 pub use subtable::Words;
 
+/// Subtables with at most this many index entries are probed without a prefetch pass.
+const CACHED_INDEX: usize = 1024;
+
+/// The key of a packet that matters to no field (probing a match-all subtable).
+static ZERO: Words = [0; KEY_WORDS];
+
 /// Marker for "no rule" in slot arrays.
 pub const NO_RULE: u32 = u32::MAX;
 
@@ -53,18 +59,9 @@ pub struct Rule<P> {
     pub payload: P,
     pub id: u64,
     pub priority: u16,
-    /// Masked key values (boxed: the hot path compares index entries, not this).
-    key: Box<Words>,
     subtable: u32,
     /// Next rule with the same masked key in the same subtable (lower or equal priority).
     next: u32,
-}
-
-impl<P> Rule<P> {
-    /// The rule's match value words (zero wherever the mask is zero).
-    pub fn key(&self) -> &Words {
-        &self.key
-    }
 }
 
 /// Reusable per-batch scratch for [`Classifier::lookup_batch`].
@@ -81,6 +78,10 @@ pub struct LookupScratch {
 pub struct Classifier<P> {
     seed: Seed,
     rules: Vec<Option<Rule<P>>>,
+    /// Each rule's masked key words, by slot (apart from the rules: no allocation per rule,
+    /// and a multi-word compare loads one line instead of chasing a pointer). Entries of free
+    /// slots are stale and never read: index entries only point at live rules.
+    keys: Vec<Words>,
     free_rules: Vec<u32>,
     by_id: SeededMap<u64, u32>,
     subtables: Vec<Option<Subtable>>,
@@ -112,6 +113,7 @@ impl<P> Default for Classifier<P> {
         Classifier {
             seed: Seed::process(),
             rules: Vec::new(),
+            keys: Vec::new(),
             free_rules: Vec::new(),
             by_id: SeededMap::default(),
             subtables: Vec::new(),
@@ -192,28 +194,30 @@ impl<P> Classifier<P> {
             *k &= mw;
         }
         let (sub_id, created) = self.subtable_for(mask);
-        let slot = self.alloc_rule(Rule {
-            id,
-            priority,
-            payload,
-            key: Box::new(key),
-            subtable: sub_id,
-            next: NO_RULE,
-        });
+        let slot = self.alloc_rule(
+            Rule {
+                id,
+                priority,
+                payload,
+                subtable: sub_id,
+                next: NO_RULE,
+            },
+            key,
+        );
         self.by_id.insert(id, slot);
         let Some(Some(sub)) = self.subtables.get_mut(sub_id as usize) else {
             return;
         };
         sub.count_rule(priority);
-        let h = hash_masked(self.seed, &key, &sub.mask, &sub.words);
-        let head = find_head(&self.rules, sub, h, &key);
+        let h = sub.hash(&key);
+        let head = find_head(&self.keys, sub, h, &key);
         match head {
             None => {
                 let seed = self.seed;
-                let rules = &self.rules;
+                let keys = &self.keys;
                 let (mask, words) = (&sub.mask, &sub.words);
                 let rehash =
-                    |s: u32| rule_key(rules, s).map_or(0, |k| hash_masked(seed, k, mask, words));
+                    |s: u32| rule_key(keys, s).map_or(0, |k| hash_masked(seed, k, mask, words));
                 let word0 = sub.word0(&key);
                 sub.index.insert(h, word0, slot, priority, rehash);
             }
@@ -237,23 +241,22 @@ impl<P> Classifier<P> {
         let slot = self.by_id.remove(&id)?;
         let (sub_id, priority, key) = {
             let r = self.rule(slot)?;
-            (r.subtable, r.priority, *r.key)
+            (r.subtable, r.priority, *rule_key(&self.keys, slot)?)
         };
         let Some(Some(sub)) = self.subtables.get_mut(sub_id as usize) else {
             return None;
         };
         sub.uncount_rule(priority);
-        let h = hash_masked(self.seed, &key, &sub.mask, &sub.words);
-        if let Some(head) = find_head(&self.rules, sub, h, &key) {
+        let h = sub.hash(&key);
+        if let Some(head) = find_head(&self.keys, sub, h, &key) {
             let new_head = chain_remove(&mut self.rules, head, slot);
             if new_head != head {
                 if new_head == NO_RULE {
                     let seed = self.seed;
-                    let rules = &self.rules;
+                    let keys = &self.keys;
                     let (mask, words) = (&sub.mask, &sub.words);
-                    let rehash = |s: u32| {
-                        rule_key(rules, s).map_or(0, |k| hash_masked(seed, k, mask, words))
-                    };
+                    let rehash =
+                        |s: u32| rule_key(keys, s).map_or(0, |k| hash_masked(seed, k, mask, words));
                     sub.index.remove(h, head, rehash);
                 } else {
                     sub.index
@@ -275,21 +278,26 @@ impl<P> Classifier<P> {
             self.free_subtables.push(sub_id);
             self.replan();
         } else {
-            self.rule_removed(sub_id, &rule);
+            self.rule_removed(sub_id, &key);
         }
         Some(rule.payload)
     }
 
-    fn alloc_rule(&mut self, rule: Rule<P>) -> u32 {
+    fn alloc_rule(&mut self, rule: Rule<P>, key: Words) -> u32 {
         match self.free_rules.pop() {
             Some(slot) => {
-                if let Some(r) = self.rules.get_mut(slot as usize) {
+                if let (Some(r), Some(k)) = (
+                    self.rules.get_mut(slot as usize),
+                    self.keys.get_mut(slot as usize),
+                ) {
                     *r = Some(rule);
+                    *k = key;
                 }
                 slot
             }
             None => {
                 self.rules.push(Some(rule));
+                self.keys.push(key);
                 (self.rules.len() - 1) as u32
             }
         }
@@ -299,7 +307,7 @@ impl<P> Classifier<P> {
         if let Some(&id) = self.by_mask.get(&mask) {
             return (id, false);
         }
-        let sub = Subtable::new(mask, self.next_seq);
+        let sub = Subtable::new(self.seed, mask, self.next_seq);
         self.next_seq += 1;
         let id = match self.free_subtables.pop() {
             Some(id) => {
@@ -320,7 +328,8 @@ impl<P> Classifier<P> {
     /// A rule joined an existing subtable: keep the LPM table and the probe order current.
     fn rule_added(&mut self, sub_id: u32, slot: u32) {
         if let Some(plan) = &mut self.lpm {
-            if plan.contains(sub_id) && !plan.rule_added(&self.subtables, &self.rules, sub_id, slot)
+            if plan.contains(sub_id)
+                && !plan.rule_added(&self.subtables, &self.rules, &self.keys, sub_id, slot)
             {
                 self.lpm = None;
             }
@@ -328,10 +337,10 @@ impl<P> Classifier<P> {
         self.reorder();
     }
 
-    fn rule_removed(&mut self, sub_id: u32, rule: &Rule<P>) {
+    fn rule_removed(&mut self, sub_id: u32, key: &Words) {
         if let Some(plan) = &mut self.lpm {
             if plan.contains(sub_id) {
-                plan.rule_removed(self.seed, &self.subtables, &self.rules, sub_id, &rule.key);
+                plan.rule_removed(&self.subtables, &self.keys, sub_id, key);
             }
         }
         self.reorder();
@@ -339,7 +348,7 @@ impl<P> Classifier<P> {
 
     /// The set of masks changed: choose the structure again.
     fn replan(&mut self) {
-        self.lpm = LpmPlan::choose(self.seed, &self.subtables, &self.rules);
+        self.lpm = LpmPlan::choose(&self.subtables, &self.rules, &self.keys);
         self.reorder();
     }
 
@@ -398,7 +407,7 @@ impl<P> Classifier<P> {
     #[inline(always)]
     fn probe(&self, sub_id: u32, key: &Words) -> Option<u32> {
         let sub = self.subtables.get(sub_id as usize)?.as_ref()?;
-        let h = hash_masked(self.seed, key, &sub.mask, &sub.words);
+        let h = sub.hash(key);
         self.find_in(sub, h, key)
     }
 
@@ -417,8 +426,101 @@ impl<P> Classifier<P> {
     ) -> Option<&'s hash::IndexEntry> {
         let single = sub.words.len() <= 1;
         sub.index.find(h, sub.word0(key), |s| {
-            single || rule_key(&self.rules, s).is_some_and(|k| sub.rest_eq(key, k))
+            single || rule_key(&self.keys, s).is_some_and(|k| sub.rest_eq(key, k))
         })
+    }
+
+    /// [`Self::lookup_batch`] for the most common table shape: one small tuple, optionally
+    /// below a match-all catch-all. One probe per packet and no priority bookkeeping; false
+    /// (nothing written) for any other shape.
+    #[inline(always)]
+    fn lookup_batch_small<'k>(
+        &self,
+        n: usize,
+        key: &impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+    ) -> bool {
+        let (id, fallback) = match self.order.as_slice() {
+            [Step::Subtable { id, .. }] => (*id, None),
+            [Step::Subtable { id, .. }, Step::Subtable { id: all, .. }] => (*id, Some(*all)),
+            _ => return false,
+        };
+        let Some(Some(sub)) = self.subtables.get(id as usize) else {
+            return false;
+        };
+        if sub.words.is_empty() || sub.index.len() > CACHED_INDEX {
+            return false;
+        }
+        // The catch-all's entry: it wins over a hit of lower priority (equal: the first step).
+        let (all_slot, all_priority) = match fallback {
+            None => (NO_RULE, None),
+            Some(all) => match self.catch_all(all) {
+                Some(all) => all,
+                None => return false,
+            },
+        };
+        let single = sub.words.len() <= 1;
+        for (i, o) in out.iter_mut().take(n).enumerate() {
+            let k = key(i);
+            let found = sub.index.find(sub.hash(k), sub.word0(k), |s| {
+                single || rule_key(&self.keys, s).is_some_and(|r| sub.rest_eq(k, r))
+            });
+            *o = match found {
+                Some(e) if all_priority.is_none_or(|q| e.priority >= q) => e.slot,
+                _ => all_slot,
+            };
+        }
+        true
+    }
+
+    /// The entry of a match-all subtable (slot, priority); `None` when `id` is not one.
+    fn catch_all(&self, id: u32) -> Option<(u32, Option<u16>)> {
+        let all = self.subtables.get(id as usize)?.as_ref()?;
+        if !all.words.is_empty() {
+            return None;
+        }
+        Some(match all.index.find(all.hash(&ZERO), 0, |_| true) {
+            Some(e) => (e.slot, Some(e.priority)),
+            None => (NO_RULE, None),
+        })
+    }
+
+    /// [`Self::lookup_batch`] for a routing table: the LPM family, optionally above a
+    /// match-all catch-all. A catch-all at priority 0 loses to every route, so the routes'
+    /// rules are not even loaded for their priority; false (nothing written) for any other
+    /// shape.
+    #[inline(always)]
+    fn lookup_batch_routes<'k>(
+        &self,
+        n: usize,
+        key: &impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        state: &mut [u64],
+    ) -> bool {
+        let (all_slot, all_priority) = match self.order.as_slice() {
+            [Step::Lpm { .. }] => (NO_RULE, None),
+            [Step::Lpm { .. }, Step::Subtable { id, .. }] => match self.catch_all(*id) {
+                Some(all) => all,
+                None => return false,
+            },
+            _ => return false,
+        };
+        let Some(plan) = &self.lpm else {
+            return false;
+        };
+        for o in out.iter_mut().take(n) {
+            *o = all_slot;
+        }
+        plan.lookup_batch(n, key, &|_| true, state, |i, slot| {
+            let wins = match all_priority {
+                None | Some(0) => true,
+                Some(q) => self.rule(slot).is_some_and(|r| r.priority >= q),
+            };
+            if let (true, Some(o)) = (wins, out.get_mut(i)) {
+                *o = slot;
+            }
+        });
+        true
     }
 
     /// Classifies `n` packets at once: `out[i]` receives the slot for `key(i)` or [`NO_RULE`].
@@ -433,7 +535,13 @@ impl<P> Classifier<P> {
         scratch: &mut LookupScratch,
     ) {
         let n = n.min(out.len());
+        if self.lookup_batch_small(n, &key, out) {
+            return;
+        }
         scratch.hashes.resize(n, 0);
+        if self.lookup_batch_routes(n, &key, out, &mut scratch.hashes) {
+            return;
+        }
         scratch.word0.resize(n, 0);
         scratch.best.clear();
         scratch.best.resize(n, -1);
@@ -447,8 +555,48 @@ impl<P> Classifier<P> {
                     let Some(Some(sub)) = self.subtables.get(id as usize) else {
                         continue;
                     };
-                    let mut pending = 0usize;
                     let single = sub.words.len() <= 1;
+                    if sub.words.is_empty() {
+                        // Match-all mask: one entry at most, the same for every packet.
+                        let Some(e) = sub.index.find(sub.hash(&ZERO), 0, |_| true) else {
+                            continue;
+                        };
+                        let p = i32::from(e.priority);
+                        for (b, o) in scratch.best.iter_mut().zip(out.iter_mut()) {
+                            if *b < p {
+                                *b = p;
+                                *o = e.slot;
+                            }
+                        }
+                        continue;
+                    }
+                    if sub.index.len() <= CACHED_INDEX {
+                        // A small index stays in cache: probe at once, no prefetch pass.
+                        let mut pending = 0usize;
+                        for (i, (b, o)) in scratch.best.iter_mut().zip(out.iter_mut()).enumerate() {
+                            if *b < max {
+                                pending += 1;
+                                let k = key(i);
+                                let found = sub.index.find(sub.hash(k), sub.word0(k), |s| {
+                                    single
+                                        || rule_key(&self.keys, s)
+                                            .is_some_and(|r| sub.rest_eq(k, r))
+                                });
+                                if let Some(e) = found {
+                                    let p = i32::from(e.priority);
+                                    if p > *b {
+                                        *b = p;
+                                        *o = e.slot;
+                                    }
+                                }
+                            }
+                        }
+                        if pending == 0 {
+                            break;
+                        }
+                        continue;
+                    }
+                    let mut pending = 0usize;
                     for (i, ((h, w0), b)) in scratch
                         .hashes
                         .iter_mut()
@@ -458,7 +606,7 @@ impl<P> Classifier<P> {
                     {
                         if *b < max {
                             let k = key(i);
-                            *h = hash_masked(self.seed, k, &sub.mask, &sub.words);
+                            *h = sub.hash(k);
                             *w0 = sub.word0(k);
                             sub.index.prefetch(*h);
                             pending += 1;
@@ -478,7 +626,7 @@ impl<P> Classifier<P> {
                         if *b < max {
                             let found = sub.index.find(*h, *w0, |s| {
                                 single
-                                    || rule_key(&self.rules, s)
+                                    || rule_key(&self.keys, s)
                                         .is_some_and(|k| sub.rest_eq(key(i), k))
                             });
                             if let Some(e) = found {
@@ -522,20 +670,18 @@ impl<P> Classifier<P> {
 }
 
 /// The chain head (highest-priority rule) in `sub` whose masked key equals `key`.
-fn find_head<P>(rules: &[Option<Rule<P>>], sub: &Subtable, h: u64, key: &Words) -> Option<u32> {
+fn find_head(keys: &[Words], sub: &Subtable, h: u64, key: &Words) -> Option<u32> {
     sub.index
         .find(h, sub.word0(key), |s| {
-            rule_key(rules, s).is_some_and(|k| sub.key_eq(k, key))
+            rule_key(keys, s).is_some_and(|k| sub.key_eq(k, key))
         })
         .map(|e| e.slot)
 }
 
+/// The masked key of the live rule in `slot`.
 #[inline(always)]
-fn rule_key<P>(rules: &[Option<Rule<P>>], slot: u32) -> Option<&Words> {
-    rules
-        .get(slot as usize)
-        .and_then(Option::as_ref)
-        .map(|r| &*r.key)
+fn rule_key(keys: &[Words], slot: u32) -> Option<&Words> {
+    keys.get(slot as usize)
 }
 
 fn next_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> u32 {

@@ -1,7 +1,7 @@
 //! One tuple of the tuple space: every rule with the same mask, indexed by a keyed hash of
 //! its masked key.
 
-use super::hash::RawIndex;
+use super::hash::{hash_lanes, Lane, RawIndex, Seed};
 use crate::key::KEY_WORDS;
 use std::collections::BTreeMap;
 
@@ -14,6 +14,9 @@ pub struct Subtable {
     pub mask: Words,
     /// Positions of the mask's non-zero words: only those are hashed and compared.
     pub words: Box<[u8]>,
+    /// The same words with their mask bits and hash multipliers (the probe's view).
+    lanes: Box<[Lane]>,
+    seed: Seed,
     /// Masked key hash -> slot of the highest-priority rule with that masked key.
     pub index: RawIndex,
     /// Priority -> number of rules, for the subtable's maximum priority.
@@ -26,12 +29,21 @@ pub struct Subtable {
 }
 
 impl Subtable {
-    pub fn new(mask: Words, seq: u64) -> Self {
-        let words = mask
+    pub fn new(seed: Seed, mask: Words, seq: u64) -> Self {
+        let words: Box<[u8]> = mask
             .iter()
             .enumerate()
             .filter(|(_, w)| **w != 0)
             .filter_map(|(i, _)| u8::try_from(i).ok())
+            .collect();
+        let lanes = words
+            .iter()
+            .map(|&i| {
+                seed.lane(
+                    usize::from(i),
+                    mask.get(usize::from(i)).copied().unwrap_or(0),
+                )
+            })
             .collect();
         let (first, first_mask) = mask
             .iter()
@@ -41,6 +53,8 @@ impl Subtable {
         Subtable {
             mask,
             words,
+            lanes,
+            seed,
             index: RawIndex::default(),
             prios: BTreeMap::new(),
             seq,
@@ -76,6 +90,12 @@ impl Subtable {
         self.prios.is_empty()
     }
 
+    /// The keyed hash of `key & mask` (what the index is keyed by).
+    #[inline(always)]
+    pub fn hash(&self, key: &Words) -> u64 {
+        hash_lanes(self.seed, key, &self.lanes)
+    }
+
     /// The first significant word of `key & mask` (stored in the index entries).
     #[inline(always)]
     pub fn word0(&self, key: &Words) -> u64 {
@@ -86,13 +106,14 @@ impl Subtable {
     /// the first (which the index entry already compared).
     #[inline(always)]
     pub fn rest_eq(&self, key: &Words, rule: &Words) -> bool {
-        self.words.get(1..).unwrap_or(&[]).iter().all(|&i| {
-            let i = usize::from(i);
-            match (key.get(i), self.mask.get(i), rule.get(i)) {
-                (Some(k), Some(m), Some(r)) => k & m == *r,
+        self.lanes
+            .get(1..)
+            .unwrap_or(&[])
+            .iter()
+            .all(|l| match (key.get(l.at), rule.get(l.at)) {
+                (Some(k), Some(r)) => k & l.mask == *r,
                 _ => false,
-            }
-        })
+            })
     }
 
     /// Whether `key & mask` equals the masked rule key `rule` on the significant words.
