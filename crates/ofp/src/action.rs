@@ -125,13 +125,7 @@ impl Action {
     /// Parses one action from `r` (which holds the rest of an action list).
     pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, OfpError> {
         let short = bad(BadActionCode::BadLen);
-        let kind = r.peek_u16(0).map_err(|_| short)?;
-        let len = usize::from(r.peek_u16(2).map_err(|_| short)?);
-        if len < 8 || len % 8 != 0 {
-            return Err(short);
-        }
-        let raw = r.bytes(len).map_err(|_| short)?;
-        let mut b = Reader::new(&raw[4..], short);
+        let (kind, len, mut b) = r.tlv8(short)?;
         let fixed = |expected: usize| if len == expected { Ok(()) } else { Err(short) };
         use action_type as t;
         let action = match kind {

@@ -17,6 +17,21 @@ impl<'a> Reader<'a> {
         Reader { buf, short }
     }
 
+    /// Takes one element of a list whose elements are padded to 8 bytes (actions,
+    /// instructions): its type, its length, and a reader over the body after the 4-byte
+    /// type/length header. A length below 8, not a multiple of 8, or past the end fails with
+    /// `short`.
+    pub fn tlv8(&mut self, short: OfpError) -> Result<(u16, usize, Reader<'a>), OfpError> {
+        let kind = self.peek_u16(0).map_err(|_| short)?;
+        let len = usize::from(self.peek_u16(2).map_err(|_| short)?);
+        if len < 8 || len % 8 != 0 {
+            return Err(short);
+        }
+        let raw = self.bytes(len).map_err(|_| short)?;
+        let body = raw.get(4..).ok_or(short)?;
+        Ok((kind, len, Reader::new(body, short)))
+    }
+
     pub fn remaining(&self) -> usize {
         self.buf.len()
     }

@@ -95,13 +95,7 @@ impl Instruction {
     /// Parses one instruction from `r` (which holds the rest of an instruction list).
     pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, OfpError> {
         let short = bad(BadInstructionCode::BadLen);
-        let inst_type = r.peek_u16(0).map_err(|_| short)?;
-        let len = usize::from(r.peek_u16(2).map_err(|_| short)?);
-        if len < 8 || len % 8 != 0 {
-            return Err(short);
-        }
-        let raw = r.bytes(len).map_err(|_| short)?;
-        let mut b = Reader::new(&raw[4..], short);
+        let (inst_type, len, mut b) = r.tlv8(short)?;
         let fixed = |expected: usize| if len == expected { Ok(()) } else { Err(short) };
         use instruction_type as t;
         let inst = match inst_type {
