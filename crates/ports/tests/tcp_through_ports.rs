@@ -4,35 +4,12 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::{is_root, Netns};
 use ports::{AfPacketPort, PortCounters, PortOptions, RingKind, RxFrame};
-
-const SERVER: &str = r#"
-import socket, hashlib, sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("10.77.0.2", 5001)); s.listen(1); s.settimeout(20)
-print("listening", flush=True)
-c, _ = s.accept(); c.settimeout(20)
-h = hashlib.sha256(); n = 0
-while True:
-    b = c.recv(1 << 16)
-    if not b: break
-    h.update(b); n += len(b)
-print(n, h.hexdigest(), flush=True)
-"#;
-
-const CLIENT: &str = r#"
-import socket, hashlib
-data = hashlib.sha256(b"hairpin").digest() * (20 * 1024 * 1024 // 32)
-c = socket.create_connection(("10.77.0.2", 5001), timeout=20)
-c.sendall(data); c.close()
-print(len(data), hashlib.sha256(data).hexdigest(), flush=True)
-"#;
 
 fn relay(from: &mut AfPacketPort, to: &mut AfPacketPort, scratch: &mut [u8]) -> usize {
     let n = from.recv_burst(64, |frame: RxFrame<'_>| {
@@ -81,20 +58,7 @@ fn transfer_through(ring: RingKind) {
     };
 
     let started = std::time::Instant::now();
-    let mut server = host_b
-        .exec(&["python3", "-c", SERVER])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let client = host_a.exec(&["python3", "-c", CLIENT]).output().unwrap();
-    let server_out = {
-        let status = server.wait().unwrap();
-        let mut out = String::new();
-        std::io::Read::read_to_string(server.stdout.as_mut().unwrap(), &mut out).unwrap();
-        assert!(status.success(), "server failed: {out}");
-        out
-    };
+    let transfer = common::tcp_transfer(&host_a, &host_b, "10.77.0.2");
     stop.store(true, Ordering::Relaxed);
     let (a_stats, b_stats) = forwarder.join().unwrap();
 
@@ -102,14 +66,10 @@ fn transfer_through(ring: RingKind) {
         "{ring:?}: 20 MiB in {:?}; port a {a_stats:?}; port b {b_stats:?}",
         started.elapsed()
     );
-    let sent = String::from_utf8_lossy(&client.stdout);
-    assert!(
-        client.status.success(),
-        "client failed: {}",
-        String::from_utf8_lossy(&client.stderr)
+    assert_eq!(
+        transfer.received, transfer.sent,
+        "bytes and digest match ({ring:?})"
     );
-    let received = server_out.lines().last().unwrap_or_default();
-    assert_eq!(received, sent.trim(), "bytes and digest match ({ring:?})");
     // More frames left port b than entered port a: super-frames were cut.
     assert!(b_stats.tx_packets >= 20 * 1024 * 1024 / 1500, "{b_stats:?}");
     assert_eq!(a_stats.rx_dropped + b_stats.rx_dropped, 0);

@@ -5,34 +5,12 @@
 mod common;
 
 use std::io;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::{is_root, HostNs, Netns};
 use ports::{PortCounters, RxFrame, XdpOptions, XdpPort};
-
-const SERVER: &str = r#"
-import socket, hashlib
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("10.78.0.2", 5001)); s.listen(1); s.settimeout(20)
-c, _ = s.accept(); c.settimeout(20)
-h = hashlib.sha256(); n = 0
-while True:
-    b = c.recv(1 << 16)
-    if not b: break
-    h.update(b); n += len(b)
-print(n, h.hexdigest(), flush=True)
-"#;
-
-const CLIENT: &str = r#"
-import socket, hashlib
-data = hashlib.sha256(b"hairpin-xdp").digest() * (20 * 1024 * 1024 // 32)
-c = socket.create_connection(("10.78.0.2", 5001), timeout=20)
-c.sendall(data); c.close()
-print(len(data), hashlib.sha256(data).hexdigest(), flush=True)
-"#;
 
 fn relay(from: &mut XdpPort, to: &mut XdpPort) -> usize {
     let n = from.recv_burst(64, |frame: RxFrame<'_>| {
@@ -89,32 +67,10 @@ fn tcp_transfer_through_xdp_ports_with_offloads_off() {
         })
     };
 
-    let mut server = host_b
-        .exec(&["python3", "-c", SERVER])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start server");
-    std::thread::sleep(Duration::from_millis(300));
-    let client = host_a
-        .exec(&["python3", "-c", CLIENT])
-        .output()
-        .expect("run client");
-    let status = server.wait().expect("server exit");
-    let mut server_out = String::new();
-    if let Some(stdout) = server.stdout.as_mut() {
-        io::Read::read_to_string(stdout, &mut server_out).expect("server output");
-    }
+    let transfer = common::tcp_transfer(&host_a, &host_b, "10.78.0.2");
     stop.store(true, Ordering::Relaxed);
     let (a_stats, b_stats) = forwarder.join().expect("forwarder");
-
-    assert!(status.success(), "server failed: {server_out}");
-    assert!(
-        client.status.success(),
-        "client failed: {}",
-        String::from_utf8_lossy(&client.stderr)
-    );
-    let sent = String::from_utf8_lossy(&client.stdout);
-    assert_eq!(server_out.trim(), sent.trim(), "bytes and digest match");
+    assert_eq!(transfer.received, transfer.sent, "bytes and digest match");
     // With segmentation off no frame exceeds the MTU, so none was refused.
     assert_eq!(
         a_stats.tx_errors + b_stats.tx_errors,

@@ -112,6 +112,66 @@ impl HostNs {
     }
 }
 
+/// What a TCP transfer's two ends reported: each prints the byte count and SHA-256 of what
+/// it sent or received, so equal lines mean the bytes arrived intact.
+pub struct TcpTransfer {
+    pub sent: String,
+    pub received: String,
+}
+
+/// Sends 20 MiB of kernel TCP from `client` to a server listening on `server_ip`:5001 in
+/// `server` (whatever forwards between them must already run), and returns both reports.
+pub fn tcp_transfer(client: &HostNs, server: &HostNs, server_ip: &str) -> TcpTransfer {
+    let server_script = format!(
+        r#"
+import socket, hashlib
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("{server_ip}", 5001)); s.listen(1); s.settimeout(20)
+c, _ = s.accept(); c.settimeout(20)
+h = hashlib.sha256(); n = 0
+while True:
+    b = c.recv(1 << 16)
+    if not b: break
+    h.update(b); n += len(b)
+print(n, h.hexdigest(), flush=True)
+"#
+    );
+    let client_script = format!(
+        r#"
+import socket, hashlib
+data = hashlib.sha256(b"hairpin").digest() * (20 * 1024 * 1024 // 32)
+c = socket.create_connection(("{server_ip}", 5001), timeout=20)
+c.sendall(data); c.close()
+print(len(data), hashlib.sha256(data).hexdigest(), flush=True)
+"#
+    );
+    let mut listener = server
+        .exec(&["python3", "-c", &server_script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the TCP server");
+    std::thread::sleep(Duration::from_millis(300));
+    let sender = client
+        .exec(&["python3", "-c", &client_script])
+        .output()
+        .expect("run the TCP client");
+    let status = listener.wait().expect("TCP server exit");
+    let mut received = String::new();
+    if let Some(stdout) = listener.stdout.as_mut() {
+        std::io::Read::read_to_string(stdout, &mut received).expect("TCP server output");
+    }
+    assert!(status.success(), "TCP server failed: {received}");
+    assert!(
+        sender.status.success(),
+        "TCP client failed: {}",
+        String::from_utf8_lossy(&sender.stderr)
+    );
+    TcpTransfer {
+        sent: String::from_utf8_lossy(&sender.stdout).trim().to_string(),
+        received: received.trim().to_string(),
+    }
+}
+
 impl Drop for HostNs {
     fn drop(&mut self) {
         let _ = Command::new("ip")
