@@ -344,6 +344,8 @@ fn run_entry<S: PacketSink>(
                     return None;
                 }
                 MeterVerdict::RemarkDscp { prec_level } => {
+                    // The tables may not have needed the IP header: read the DSCP first.
+                    actions::ensure_depth(frame, key, ParseDepth::L3);
                     if key.eth_type == 0x0800 || key.eth_type == 0x86dd {
                         let dscp = increase_drop_precedence(key.ip_dscp, prec_level);
                         actions::set_field(frame, key, Field::IpDscp, FieldValue::from(dscp));

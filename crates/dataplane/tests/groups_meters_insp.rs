@@ -426,3 +426,57 @@ fn normal_floods_unknown_then_forwards_learned_never_to_ingress() {
     assert_eq!(send(&mut r, 2, &[(3, reply)]).ports(), vec![1]);
     assert_eq!(send(&mut r, 3, &[(1, pkt80())]).ports(), vec![3]);
 }
+
+/// An IPv4/UDP frame with DSCP AF21 (18) and a correct header checksum.
+fn af21_frame() -> Vec<u8> {
+    let mut p = pkt80();
+    p[15] = 18 << 2;
+    p[24] = 0;
+    p[25] = 0;
+    let sum: u32 = p[14..34]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
+    let folded = (sum & 0xffff) + (sum >> 16);
+    let checksum = !(((folded & 0xffff) + (folded >> 16)) as u16);
+    p[24..26].copy_from_slice(&checksum.to_be_bytes());
+    p
+}
+
+#[test]
+fn dscp_remark_band_raises_drop_precedence_when_tables_match_only_l2() {
+    let (mut w, mut r) = datapath(4);
+    let config = MeterConfig {
+        flags: flags::PKTPS | flags::BURST,
+        bands: vec![Band {
+            kind: BandKind::DscpRemark { prec_level: 1 },
+            rate: 1000,
+            burst: 10,
+        }],
+    };
+    w.apply(Op::SetMeter {
+        id: 1,
+        meter: Arc::new(Meter::new(config)),
+    });
+    // A match on in_port only: the pipeline parses no deeper than L2 for its tables.
+    add_flow(
+        &mut w,
+        0,
+        1,
+        1,
+        m(&[(Field::InPort, 1)]),
+        vec![Instruction::Meter(1), apply(vec![out(2)])],
+    );
+    w.publish();
+    let burst: Vec<_> = (0..200).map(|_| (1, af21_frame())).collect();
+    let outputs: Vec<(u32, Vec<u8>)> = burst
+        .chunks(50)
+        .flat_map(|c| send(&mut r, 1_000_000, c).out)
+        .collect();
+    assert_eq!(outputs.len(), 200, "a remark band drops nothing");
+    let remarked = outputs.iter().filter(|(_, f)| f[15] >> 2 == 20).count();
+    let kept = outputs.iter().filter(|(_, f)| f[15] >> 2 == 18).count();
+    assert!((9..=11).contains(&kept), "within the burst: {kept}");
+    assert_eq!(remarked + kept, 200, "AF21 becomes AF22, nothing else");
+    assert!(outputs.iter().all(|(_, f)| checksums_ok(f)));
+}
