@@ -178,6 +178,11 @@ def test_forwarding_fail_standalone_without_controller(
     with hairpin_star(tmp_path, fail_mode="standalone", controller_port=None) as switch:
         bps = assert_forwards(switch, tmp_path)
         record_property("iperf3_bits_per_second", bps)
+        # NORMAL without tables still counts every port's traffic both ways
+        counts = port_packet_counts(switch)
+        assert sorted(counts) == [1, 2, 3, 4], counts
+        for port, (received, transmitted) in counts.items():
+            assert received > 0 and transmitted > 0, f"port {port}: {counts}"
 
 
 def test_fail_secure_without_controller_drops_everything(tmp_path: Path) -> None:

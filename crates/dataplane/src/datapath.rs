@@ -427,22 +427,36 @@ impl DatapathReader {
     /// Runs every packet of `batch` through the pipeline; results go to `sink`. The batch is
     /// consumed (cleared) afterwards.
     pub fn process(&mut self, now_ns: u64, batch: &mut PacketBatch, sink: &mut impl PacketSink) {
-        match self.handle.enter() {
-            Some(state) => crate::pipeline::process(
-                &state,
-                &self.shared,
-                &self.lease,
-                &mut self.scratch,
-                now_ns,
-                batch,
-                sink,
-            ),
-            None => {
-                self.shared
-                    .drops
-                    .other
-                    .fetch_add(batch.len() as u64, Relaxed);
-            }
+        self.run_batch(batch, |state, shared, lease, scratch, batch| {
+            crate::pipeline::process(state, shared, lease, scratch, now_ns, batch, sink);
+        });
+    }
+
+    /// Forwards every packet of `batch` with NORMAL alone, bypassing the tables
+    /// (fail-standalone while no controller is connected); ports count them as received.
+    /// The batch is consumed (cleared) afterwards.
+    pub fn process_normal(
+        &mut self,
+        now_ns: u64,
+        batch: &mut PacketBatch,
+        sink: &mut impl PacketSink,
+    ) {
+        self.run_batch(batch, |state, shared, lease, scratch, batch| {
+            crate::pipeline::process_normal(state, shared, lease, scratch, now_ns, batch, sink);
+        });
+    }
+
+    /// Runs `f` on the batch and clears it; without a snapshot (the writer has gone) the
+    /// batch's packets are counted as dropped.
+    fn run_batch(
+        &mut self,
+        batch: &mut PacketBatch,
+        f: impl FnOnce(&State, &Shared, &ShardLease, &mut crate::pipeline::Scratch, &mut PacketBatch),
+    ) {
+        let n = batch.len() as u64;
+        if !self.with_state(|state, shared, lease, scratch| f(state, shared, lease, scratch, batch))
+        {
+            self.shared.drops.other.fetch_add(n, Relaxed);
         }
         batch.clear();
     }
@@ -457,18 +471,25 @@ impl DatapathReader {
         frame: &[u8],
         sink: &mut impl PacketSink,
     ) {
-        if let Some(state) = self.handle.enter() {
+        self.with_state(|state, shared, lease, scratch| {
             crate::pipeline::packet_out(
-                &state,
-                &self.shared,
-                &self.lease,
-                &mut self.scratch,
-                now_ns,
-                in_port,
-                actions,
-                frame,
-                sink,
+                state, shared, lease, scratch, now_ns, in_port, actions, frame, sink,
             );
+        });
+    }
+
+    /// Runs `f` on the current snapshot with this reader's counters and scratch; false when
+    /// the writer has gone (nothing to run on).
+    fn with_state(
+        &mut self,
+        f: impl FnOnce(&State, &Shared, &ShardLease, &mut crate::pipeline::Scratch),
+    ) -> bool {
+        match self.handle.enter() {
+            Some(state) => {
+                f(&state, &self.shared, &self.lease, &mut self.scratch);
+                true
+            }
+            None => false,
         }
     }
 

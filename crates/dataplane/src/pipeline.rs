@@ -173,7 +173,7 @@ pub(crate) fn process<S: PacketSink>(
     sets.resize_with(n, ActionSet::default);
     slots.resize(n, NO_RULE);
 
-    let mut last_port: Option<(u32, Option<&PortEntry>)> = None;
+    let mut intake = Intake::new(state, lease);
     for (i, ((p, set), table)) in pkts
         .iter_mut()
         .zip(sets.iter_mut())
@@ -183,36 +183,8 @@ pub(crate) fn process<S: PacketSink>(
         let (Some(slot), Some((buf, start, len))) = (batch.slot(i), batch.buffer_mut(i)) else {
             continue;
         };
-        let in_port = slot.in_port;
-        let port = match last_port {
-            Some((p, e)) if p == in_port => e,
-            _ => {
-                let e = state.ports.get(in_port);
-                last_port = Some((in_port, e));
-                e
-            }
-        };
-        if let Some(port) = port {
-            port.counters.rx.add(lease, 1, len as u64);
-            if port.info.config.no_recv || port.info.config.down {
-                port.counters.rx_dropped.add(lease, 1, len as u64);
-                drops.other += 1;
-                continue;
-            }
-        }
-        let outcome = parse_to(
-            buf.get(start..start + len).unwrap_or(&[]),
-            in_port,
-            depth,
-            &mut p.key,
-        );
-        parse.record(outcome);
-        if outcome.is_err() {
-            drops.malformed += 1;
-            continue;
-        }
-        if state.config.frag == FragHandling::Drop && p.key.layout.frag & frag::IS_FRAGMENT != 0 {
-            drops.other += 1;
+        let frame = buf.get(start..start + len).unwrap_or(&[]);
+        if !intake.admit(drops, parse, slot.in_port, frame, depth, &mut p.key) {
             continue;
         }
         set.clear();
@@ -312,6 +284,124 @@ pub(crate) fn process<S: PacketSink>(
         }
     }
     flush(shared, drops);
+}
+
+/// Intake of received frames: counts each on its port (remembering the previous packet's
+/// port, as a batch usually comes from one), refuses it when the port does not receive,
+/// parses it and applies the fragment policy.
+struct Intake<'s> {
+    state: &'s State,
+    lease: &'s ShardLease,
+    last: Option<(u32, Option<&'s PortEntry>)>,
+}
+
+impl<'s> Intake<'s> {
+    fn new(state: &'s State, lease: &'s ShardLease) -> Self {
+        Intake {
+            state,
+            lease,
+            last: None,
+        }
+    }
+
+    /// False: the frame is dropped (and counted).
+    #[inline(always)]
+    fn admit(
+        &mut self,
+        drops: &mut Drops,
+        parse: &mut ParseStats,
+        in_port: u32,
+        frame: &[u8],
+        depth: ParseDepth,
+        key: &mut FlowKey,
+    ) -> bool {
+        let port = match self.last {
+            Some((p, e)) if p == in_port => e,
+            _ => {
+                let e = self.state.ports.get(in_port);
+                self.last = Some((in_port, e));
+                e
+            }
+        };
+        let len = frame.len() as u64;
+        if let Some(port) = port {
+            port.counters.rx.add(self.lease, 1, len);
+            if port.info.config.no_recv || port.info.config.down {
+                port.counters.rx_dropped.add(self.lease, 1, len);
+                drops.other += 1;
+                return false;
+            }
+        }
+        let outcome = parse_to(frame, in_port, depth, key);
+        parse.record(outcome);
+        if outcome.is_err() {
+            drops.malformed += 1;
+            return false;
+        }
+        let dropped_fragment = self.state.config.frag == FragHandling::Drop
+            && key.layout.frag & frag::IS_FRAGMENT != 0;
+        if dropped_fragment {
+            drops.other += 1;
+        }
+        !dropped_fragment
+    }
+}
+
+/// The environment of the per-packet paths (standalone NORMAL, packet-out): the reader's
+/// copy pool and drop counters, the full nesting budget.
+fn single_env<'a, S>(
+    state: &'a State,
+    shared: &'a Shared,
+    lease: &'a ShardLease,
+    scratch: &'a mut Scratch,
+    now: u64,
+    sink: &'a mut S,
+) -> Env<'a, S> {
+    Env {
+        state,
+        shared,
+        lease,
+        now,
+        sink,
+        pool: &mut scratch.pool,
+        drops: &mut scratch.drops,
+        parse: &mut scratch.parse,
+        depth: MAX_DEPTH,
+    }
+}
+
+/// Runs a batch through NORMAL alone (fail-standalone with no controller): the same intake
+/// and counters as [`process`], then the legacy learning switch instead of the tables.
+pub(crate) fn process_normal<S: PacketSink>(
+    state: &State,
+    shared: &Shared,
+    lease: &ShardLease,
+    scratch: &mut Scratch,
+    now: u64,
+    batch: &PacketBatch,
+    sink: &mut S,
+) {
+    let mut env = single_env(state, shared, lease, scratch, now, sink);
+    let mut intake = Intake::new(state, lease);
+    let mut key = FlowKey::default();
+    for i in 0..batch.len() {
+        let Some((in_port, frame)) = batch.packet(i) else {
+            continue;
+        };
+        let (drops, parse) = (&mut *env.drops, &mut *env.parse);
+        if !intake.admit(drops, parse, in_port, frame, ParseDepth::L2, &mut key) {
+            continue;
+        }
+        let meta = Meta {
+            in_port,
+            table: 0,
+            flow: None,
+            table_miss: false,
+            queue: None,
+        };
+        normal(&mut env, frame, &key, &meta);
+    }
+    flush(shared, env.drops);
 }
 
 /// Runs a matched entry's instructions; returns the table to continue at, or `None` when the
@@ -895,20 +985,7 @@ pub(crate) fn packet_out<S: PacketSink>(
     frame: &[u8],
     sink: &mut S,
 ) {
-    let Scratch {
-        parse, pool, drops, ..
-    } = scratch;
-    let mut env = Env {
-        state,
-        shared,
-        lease,
-        now,
-        sink,
-        pool,
-        drops,
-        parse,
-        depth: MAX_DEPTH,
-    };
+    let mut env = single_env(state, shared, lease, scratch, now, sink);
     with_copy(&mut env, frame, |env, copy| {
         let mut key = FlowKey::default();
         let outcome = parse_to(copy.bytes(), in_port, ParseDepth::L4, &mut key);
@@ -922,5 +999,5 @@ pub(crate) fn packet_out<S: PacketSink>(
         };
         apply_actions(env, copy, &mut key, &mut meta, list);
     });
-    flush(shared, drops);
+    flush(shared, env.drops);
 }

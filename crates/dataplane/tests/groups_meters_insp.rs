@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use dataplane::batch::PacketBatch;
 use dataplane::counters::GroupCounters;
 use dataplane::datapath::{Bucket, DatapathReader, DatapathWriter, Group, GroupType, Op, PortInfo};
 use dataplane::ir::{port, Action, Instruction, GROUP_ANY};
@@ -425,6 +426,37 @@ fn normal_floods_unknown_then_forwards_learned_never_to_ingress() {
     reply[6..12].copy_from_slice(&MAC_B);
     assert_eq!(send(&mut r, 2, &[(3, reply)]).ports(), vec![1]);
     assert_eq!(send(&mut r, 3, &[(1, pkt80())]).ports(), vec![3]);
+}
+
+#[test]
+fn standalone_normal_bypasses_the_tables_and_counts_ports() {
+    let (mut w, mut r) = datapath(4);
+    // A drop-everything table: process_normal must not consult it.
+    add_flow(&mut w, 0, 1, 1, Match::any(), vec![]);
+    w.publish();
+    let normal = |r: &mut DatapathReader, frames: &[(u32, Vec<u8>)]| {
+        let mut batch = PacketBatch::new(frames.len(), 2048);
+        for (p, f) in frames {
+            assert!(batch.push(*p, f));
+        }
+        let mut rec = Recorder::default();
+        r.process_normal(1, &mut batch, &mut rec);
+        assert!(batch.is_empty());
+        rec
+    };
+    assert_eq!(normal(&mut r, &[(1, pkt80())]).ports(), vec![2, 3, 4]);
+    let mut reply = pkt80();
+    reply[0..6].copy_from_slice(&MAC_A);
+    reply[6..12].copy_from_slice(&MAC_B);
+    assert_eq!(normal(&mut r, &[(3, reply)]).ports(), vec![1]);
+    // A truncated frame is counted as received and as malformed, and forwarded nowhere.
+    assert!(normal(&mut r, &[(2, vec![0u8; 10])]).out.is_empty());
+    let rx = |p: u32| w.port_counters(p).unwrap().rx.packets();
+    assert_eq!((rx(1), rx(2), rx(3)), (1, 1, 1));
+    assert_eq!(w.port_counters(1).unwrap().tx.packets(), 1);
+    assert_eq!(r.parse_stats().malformed(), 1);
+    // The tables were never consulted: a normal `process` still drops.
+    assert!(send(&mut r, 2, &[(1, pkt80())]).out.is_empty());
 }
 
 /// An IPv4/UDP frame with DSCP AF21 (18) and a correct header checksum.

@@ -13,7 +13,6 @@ use agent::session::Event;
 use agent::{Agent, EventSender};
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
 use dataplane::datapath::DatapathReader;
-use dataplane::ir::{port as reserved, Action};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
 use ports::{AnyPort, PacketPort, PcapWriter};
 use switch_core::ports::IoCounters;
@@ -194,11 +193,6 @@ pub struct ThreadContext {
     pub stop: Arc<AtomicBool>,
 }
 
-const NORMAL: [Action; 1] = [Action::Output {
-    port: reserved::NORMAL,
-    max_len: 0,
-}];
-
 /// Runs one datapath thread until `stop` is set.
 pub fn run(mut ctx: ThreadContext) {
     let events = ctx.agent.events();
@@ -237,12 +231,7 @@ pub fn run(mut ctx: ThreadContext) {
                 ports: &mut ctx.ports,
             };
             if legacy {
-                for j in 0..batch.len() {
-                    if let Some((in_port, frame)) = batch.packet(j) {
-                        ctx.reader
-                            .packet_out(now, in_port, &NORMAL, frame, &mut sink);
-                    }
-                }
+                ctx.reader.process_normal(now, &mut batch, &mut sink);
             } else {
                 ctx.reader.process(now, &mut batch, &mut sink);
             }
