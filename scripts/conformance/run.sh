@@ -10,7 +10,8 @@
 #       connecting to tcp:10.254.0.1:PORT over a control cable (c0 <-> c0)
 #
 # Usage: scripts/conformance/run.sh [--target ovs|hairpind] [--sets match,action,group,meter]
-#            [--target-dpid HEX] [--tester-dpid HEX] [--port N] [--out DIR]
+#            [--target-dpid HEX] [--tester-dpid HEX] [--port N] [--out DIR] [--only GLOB]
+# --only GLOB runs only the cases whose file name matches the shell pattern (e.g. '*DSCP*').
 # A new target is a function start_target_NAME that starts the switch in namespace $CTL_NS with
 # ports t1 t2 t3 as 1 2 3 and datapath id $TARGET_DPID, connecting to tcp:127.0.0.1:$OF_PORT.
 set -euo pipefail
@@ -29,6 +30,7 @@ TARGET_DPID=0000000000000001
 TESTER_DPID=0000000000000002
 OF_PORT=16690
 OUT=${TMPDIR:-/tmp}/hairpin-conformance
+ONLY=
 VENV=${HAIRPIN_VENV:-$HP_REPO/.venv}
 HAIRPIND=${HAIRPIND:-$HP_REPO/target/release/hairpind}
 
@@ -46,6 +48,7 @@ while (($#)); do
         --tester-dpid) TESTER_DPID=$2; shift 2 ;;
         --port) OF_PORT=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
+        --only) ONLY=$2; shift 2 ;;
         -h | --help) usage ;;
         *) usage 2 >&2 ;;
     esac
@@ -75,6 +78,14 @@ run_set() {
     local dir
     dir=$("$VENV/bin/python" -c 'import os_ken.tests.switch as t, os; print(os.path.dirname(t.__file__))')/of13/$SET
     [[ -d $dir ]] || hp_die "no test set $dir"
+    if [[ -n $ONLY ]]; then
+        local subset=$OUT/$SET-cases
+        rm -rf "$subset"
+        mkdir -p "$subset"
+        find "$dir" -name "$ONLY" -exec cp {} "$subset/" \;
+        [[ -n $(ls -A "$subset") ]] || hp_die "no case of $SET matches $ONLY"
+        dir=$subset
+    fi
 
     netns_create "$CTL_NS"
     netns_create "$tst_ns"
