@@ -8,9 +8,10 @@
 # For each switch and profile it reports offered pps (what trafgen pushed into src eth0),
 # p1 rx (what entered the switch's input queue), p2 tx (what the switch sent), delivered pps
 # (dst eth0 rx), loss, the switch's CPU time (utime+stime from /proc/PID/stat) per million
-# delivered packets, and ping p50/p99 idle and under load. offered - p1_rx: the kernel's veth
-# backlog was full; p1_rx - p2_tx: lost in the switch's socket ring or the switch;
-# p2_tx - delivered: lost on the way out.
+# delivered packets and the share of it spent in the kernel (sys: stime, e.g. the veth transmit
+# into the next namespace that a send runs), and ping p50/p99 idle and under load.
+# offered - p1_rx: the kernel's veth backlog was full; p1_rx - p2_tx: lost in the switch's
+# socket ring or the switch; p2_tx - delivered: lost on the way out.
 #
 # Usage: scripts/sidebyside/run.sh [--switches ovs,hairpind] [--profiles port,l2]
 #            [--seconds N] [--out DIR]
@@ -112,7 +113,8 @@ write_flows() {
 ns_counter() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/$3"; }
 # What trafgen pushed into its veth: sent on, or refused by the peer's full backlog.
 sent() { echo $(($(ns_counter "$1" eth0 tx_packets) + $(ns_counter "$1" eth0 tx_dropped))); }
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# The switch's CPU ticks: user, then system (kernel work done on its behalf, e.g. veth xmit).
+cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
 
 # ping_percentiles NS ADDR COUNT: prints "p50_us p99_us loss%".
 ping_percentiles() {
@@ -167,12 +169,12 @@ measure() {
     sleep 2 # warm-up: rings filled, flows in the switch's caches
     kill -0 "$trafgen" 2>/dev/null || hp_die "trafgen stopped: $(cat "$OUT/trafgen-$switch-$PROFILE.log")"
 
-    local tx0 rx0 in0 out0 cpu0 t0 tx1 rx1 in1 out1 cpu1 t1 loaded
+    local tx0 rx0 in0 out0 usr0 sys0 t0 tx1 rx1 in1 out1 usr1 sys1 t1 loaded
     tx0=$(sent "$src")
     in0=$(ns_counter "$SW_NS" p1 rx_packets)
     out0=$(ns_counter "$SW_NS" p2 tx_packets)
     rx0=$(ns_counter "$dst" eth0 rx_packets)
-    cpu0=$(cpu_ticks "$SWITCH_PID")
+    read -r usr0 sys0 < <(cpu_ticks "$SWITCH_PID")
     t0=$(date +%s.%N)
     loaded=$(ping_percentiles "$src" 10.0.0.2 "$PINGS")
     sleep "$(awk -v s="$SECONDS_LOAD" -v t0="$t0" -v now="$(date +%s.%N)" 'BEGIN { r = s - (now - t0); print (r > 0 ? r : 0) }')"
@@ -180,20 +182,21 @@ measure() {
     in1=$(ns_counter "$SW_NS" p1 rx_packets)
     out1=$(ns_counter "$SW_NS" p2 tx_packets)
     rx1=$(ns_counter "$dst" eth0 rx_packets)
-    cpu1=$(cpu_ticks "$SWITCH_PID")
+    read -r usr1 sys1 < <(cpu_ticks "$SWITCH_PID")
     t1=$(date +%s.%N)
     kill -INT -- "-$trafgen" 2>/dev/null || true
     wait "$trafgen" 2>/dev/null || true
 
     awk -v sw="$switch" -v pr="$PROFILE" -v tx=$((tx1 - tx0)) -v rx=$((rx1 - rx0)) \
         -v swin=$((in1 - in0)) -v swout=$((out1 - out0)) \
-        -v cpu=$((cpu1 - cpu0)) -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
+        -v usr=$((usr1 - usr0)) -v sys=$((sys1 - sys0)) -v hz="$(getconf CLK_TCK)" -v t0="$t0" -v t1="$t1" \
         -v idle="$idle" -v loaded="$loaded" 'BEGIN {
             dt = t1 - t0; split(idle, i, " "); split(loaded, l, " ")
+            cpu = usr + sys
             cpu_per_m = rx > 0 ? (cpu / hz) / (rx / 1e6) : 0
-            printf "%-9s %-5s %11.0f %9.0f %9.0f %13.0f %6.1f%% %10.2f %6d %6d %6d %6d %5s%%\n",
+            printf "%-9s %-5s %11.0f %9.0f %9.0f %13.0f %6.1f%% %10.2f %4.0f%% %6d %6d %6d %6d %5s%%\n",
                 sw, pr, tx / dt, swin / dt, swout / dt, rx / dt, 100 * (tx - rx) / (tx ? tx : 1),
-                cpu_per_m, i[1], i[2], l[1], l[2], l[3]
+                cpu_per_m, 100 * sys / (cpu ? cpu : 1), i[1], i[2], l[1], l[2], l[3]
         }'
     hp_run_cleanup
     hp_install_cleanup_trap
@@ -209,9 +212,9 @@ for switch in "${switch_list[@]}"; do
     declare -F "start_switch_$switch" >/dev/null || hp_die "unknown switch $switch"
 done
 hp_log "load ${SECONDS_LOAD}s per run, trafgen on CPU $SOURCE_CPU, switch on CPU $SWITCH_CPU; loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-9s %-5s %11s %9s %9s %13s %7s %10s %6s %6s %6s %6s %6s\n' switch flows offered_pps \
+printf '%-9s %-5s %11s %9s %9s %13s %7s %10s %5s %6s %6s %6s %6s %6s\n' switch flows offered_pps \
     p1_rx_pps p2_tx_pps delivered_pps loss \
-    cpu_s/Mpkt idle50 idle99 load50 load99 ploss | tee "$OUT/results.txt"
+    cpu_s/Mpkt sys idle50 idle99 load50 load99 ploss | tee "$OUT/results.txt"
 for switch in "${switch_list[@]}"; do
     for profile in "${profile_list[@]}"; do
         measure "$switch" "$profile" | tee -a "$OUT/results.txt"
