@@ -104,6 +104,19 @@ struct Meta {
     queue: Option<u32>,
 }
 
+impl Meta {
+    /// A packet handled without a flow entry (packet-out, fail-standalone NORMAL).
+    fn outside_tables(in_port: u32) -> Self {
+        Meta {
+            in_port,
+            table: 0,
+            flow: None,
+            table_miss: false,
+            queue: None,
+        }
+    }
+}
+
 /// What the rest of the pipeline should do with a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Verdict {
@@ -392,14 +405,7 @@ pub(crate) fn process_normal<S: PacketSink>(
         if !intake.admit(drops, parse, in_port, frame, ParseDepth::L2, &mut key) {
             continue;
         }
-        let meta = Meta {
-            in_port,
-            table: 0,
-            flow: None,
-            table_miss: false,
-            queue: None,
-        };
-        normal(&mut env, frame, &key, &meta);
+        normal(&mut env, frame, &key, &Meta::outside_tables(in_port));
     }
     flush(shared, env.drops);
 }
@@ -990,13 +996,7 @@ pub(crate) fn packet_out<S: PacketSink>(
         let mut key = FlowKey::default();
         let outcome = parse_to(copy.bytes(), in_port, ParseDepth::L4, &mut key);
         env.parse.record(outcome);
-        let mut meta = Meta {
-            in_port,
-            table: 0,
-            flow: None,
-            table_miss: false,
-            queue: None,
-        };
+        let mut meta = Meta::outside_tables(in_port);
         apply_actions(env, copy, &mut key, &mut meta, list);
     });
     flush(shared, env.drops);

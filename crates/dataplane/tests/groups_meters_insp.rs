@@ -250,13 +250,15 @@ fn pkt80() -> Vec<u8> {
     udp4(0x0a00_0001, 0x0a00_0002, 1000, 80, 64, 64)
 }
 
-#[test]
-fn meter_drop_band_limits_the_rate() {
-    let (mut w, mut r) = datapath(4);
+/// A datapath whose one flow, matching `flow_match`, goes through meter 1 (one band of
+/// `kind` at 1000 pkt/s with a burst of 10) and out port 2, published. Keep the writer: the
+/// readers lose their snapshot when it is dropped.
+fn metered_flow(kind: BandKind, flow_match: Match) -> (DatapathWriter, DatapathReader) {
+    let (mut w, r) = datapath(4);
     let config = MeterConfig {
         flags: flags::PKTPS | flags::BURST,
         bands: vec![Band {
-            kind: BandKind::Drop,
+            kind,
             rate: 1000,
             burst: 10,
         }],
@@ -270,10 +272,16 @@ fn meter_drop_band_limits_the_rate() {
         0,
         1,
         1,
-        Match::any(),
+        flow_match,
         vec![Instruction::Meter(1), apply(vec![out(2)])],
     );
     w.publish();
+    (w, r)
+}
+
+#[test]
+fn meter_drop_band_limits_the_rate() {
+    let (_writer, mut r) = metered_flow(BandKind::Drop, Match::any());
     // 200 packets at one instant: only the burst passes.
     let burst: Vec<_> = (0..200).map(|_| (1, pkt80())).collect();
     let passed: usize = burst
@@ -477,29 +485,11 @@ fn af21_frame() -> Vec<u8> {
 
 #[test]
 fn dscp_remark_band_raises_drop_precedence_when_tables_match_only_l2() {
-    let (mut w, mut r) = datapath(4);
-    let config = MeterConfig {
-        flags: flags::PKTPS | flags::BURST,
-        bands: vec![Band {
-            kind: BandKind::DscpRemark { prec_level: 1 },
-            rate: 1000,
-            burst: 10,
-        }],
-    };
-    w.apply(Op::SetMeter {
-        id: 1,
-        meter: Arc::new(Meter::new(config)),
-    });
     // A match on in_port only: the pipeline parses no deeper than L2 for its tables.
-    add_flow(
-        &mut w,
-        0,
-        1,
-        1,
+    let (_writer, mut r) = metered_flow(
+        BandKind::DscpRemark { prec_level: 1 },
         m(&[(Field::InPort, 1)]),
-        vec![Instruction::Meter(1), apply(vec![out(2)])],
     );
-    w.publish();
     let burst: Vec<_> = (0..200).map(|_| (1, af21_frame())).collect();
     let outputs: Vec<(u32, Vec<u8>)> = burst
         .chunks(50)
