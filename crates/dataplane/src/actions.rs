@@ -169,16 +169,48 @@ fn set_ipv4_word(frame: &mut Frame<'_>, l3: usize, at: usize, new: [u8; 2]) {
     }
 }
 
+/// Rewrites the IPv4 address at `l3 + at` (12 source, 16 destination) with the header and
+/// transport checksums.
 fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new: u32) {
-    let Some(old) = frame.get::<4>((l3 + at) as u16) else {
+    let Some(h) = frame
+        .bytes_mut()
+        .get_mut(l3..)
+        .and_then(|h| h.first_chunk_mut::<20>())
+    else {
         return;
     };
-    let newb = new.to_be_bytes();
-    frame.put(l3 + at, &newb);
-    fix_csum(frame, l3 + 10, |c| {
-        update32(c, u32::from_be_bytes(old), new)
-    });
-    fix_l4_pseudo(frame, key, &old, &newb);
+    let Some(addr) = h.get_mut(at..at + 4) else {
+        return;
+    };
+    let old = u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]]);
+    addr.copy_from_slice(&new.to_be_bytes());
+    let c = update32(u16::from_be_bytes([h[10], h[11]]), old, new).to_be_bytes();
+    (h[10], h[11]) = (c[0], c[1]);
+    if let Some((at, udp)) = l4_csum_at(key) {
+        fix_csum(frame, at, |c| {
+            let u = update32(c, old, new);
+            if udp {
+                udp_fixup(c, u)
+            } else {
+                u
+            }
+        });
+    }
+}
+
+/// Set-field on `ipv4_src` (`dst` false) or `ipv4_dst`, the NAT rewrite, without the generic
+/// field dispatch. Nothing changes unless the packet is IPv4.
+pub(crate) fn set_ipv4(frame: &mut Frame<'_>, key: &mut FlowKey, dst: bool, addr: u32) {
+    ensure_depth(frame, key, ParseDepth::L3);
+    let Some(l3) = off(key.layout.l3).filter(|_| key.eth_type == 0x0800) else {
+        return;
+    };
+    set_ipv4_addr(frame, key, l3, if dst { 16 } else { 12 }, addr);
+    if dst {
+        key.ipv4_dst = addr;
+    } else {
+        key.ipv4_src = addr;
+    }
 }
 
 fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u16) {
@@ -291,6 +323,10 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             set_ip_proto(frame, key, value.0 as u8);
             return;
         }
+        Field::Ipv4Src | Field::Ipv4Dst => {
+            set_ipv4(frame, key, field == Field::Ipv4Dst, value.0 as u32);
+            return;
+        }
         _ => {}
     }
     let needed = match field {
@@ -346,11 +382,6 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             } else {
                 return;
             }
-        }
-        Field::Ipv4Src | Field::Ipv4Dst if ipv4 => {
-            let Some(l3) = l3 else { return };
-            let at = if field == Field::Ipv4Src { 12 } else { 16 };
-            set_ipv4_addr(frame, key, l3, at, v as u32);
         }
         Field::TcpSrc | Field::UdpSrc | Field::SctpSrc => set_l4_port(frame, key, 0, v as u16),
         Field::TcpDst | Field::UdpDst | Field::SctpDst => set_l4_port(frame, key, 2, v as u16),
@@ -620,14 +651,18 @@ fn write_ip_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
         return;
     };
     if v4 {
-        let Some(word) = frame.get16(at) else { return };
-        let l3 = at - 8;
-        set_ipv4_word(
-            frame,
-            l3,
-            8,
-            ((u16::from(ttl) << 8) | (word & 0xff)).to_be_bytes(),
-        );
+        // TTL and protocol form one 16-bit word of the header; the checksum follows it.
+        let Some(h) = frame
+            .bytes_mut()
+            .get_mut(at..)
+            .and_then(|h| h.first_chunk_mut::<4>())
+        else {
+            return;
+        };
+        let old = u16::from_be_bytes([h[0], h[1]]);
+        let new = (u16::from(ttl) << 8) | u16::from(h[1]);
+        let c = update16(u16::from_be_bytes([h[2], h[3]]), old, new).to_be_bytes();
+        (h[0], h[2], h[3]) = (ttl, c[0], c[1]);
     } else {
         frame.put(at, &[ttl]);
     }

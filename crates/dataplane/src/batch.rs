@@ -57,7 +57,7 @@ pub const DEFAULT_HEADROOM: usize = 64;
 /// Largest frame a batch slot holds by default (jumbo frames).
 pub const DEFAULT_MAX_FRAME: usize = 9216;
 
-/// Where one packet of a batch lives.
+/// Where one packet of a batch lives: its slot's buffer holds the frame at `start`.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Slot {
     pub in_port: u32,
@@ -136,11 +136,8 @@ impl PacketBatch {
         if self.is_full() {
             return false;
         }
-        let (start, max) = (
-            self.count * self.slot_size + self.headroom,
-            self.max_frame(),
-        );
-        let Some(buf) = self.data.get_mut(start..start + max) else {
+        let (base, start, max) = (self.count * self.slot_size, self.headroom, self.max_frame());
+        let Some(buf) = self.data.get_mut(base + start..base + start + max) else {
             return false;
         };
         let len = fill(buf);
@@ -162,21 +159,27 @@ impl PacketBatch {
     /// The `i`th packet's ingress port and frame.
     pub fn packet(&self, i: usize) -> Option<(u32, &[u8])> {
         let s = self.slots.get(..self.count)?.get(i)?;
+        let base = i * self.slot_size;
         let frame = self
             .data
-            .get(s.start as usize..(s.start + s.len) as usize)?;
+            .get(base + s.start as usize..base + (s.start + s.len) as usize)?;
         Some((s.in_port, frame))
     }
 
-    pub(crate) fn slot(&self, i: usize) -> Option<Slot> {
-        self.slots.get(..self.count)?.get(i).copied()
+    /// Every packet's slot description and slot buffer (headroom included), in order.
+    pub(crate) fn slots_mut(&mut self) -> impl Iterator<Item = (Slot, &mut [u8])> {
+        let n = self.count;
+        self.slots
+            .iter()
+            .take(n)
+            .copied()
+            .zip(self.data.chunks_exact_mut(self.slot_size))
     }
 
-    /// The whole buffer of slot `i` (headroom included) and the frame's start and length.
-    pub(crate) fn buffer_mut(&mut self, i: usize) -> Option<(&mut [u8], usize, usize)> {
-        let s = *self.slots.get(..self.count)?.get(i)?;
+    /// The whole buffer of slot `i` (headroom included).
+    #[inline(always)]
+    pub(crate) fn slot_buffer_mut(&mut self, i: usize) -> Option<&mut [u8]> {
         let base = i * self.slot_size;
-        let buf = self.data.get_mut(base..base + self.slot_size)?;
-        Some((buf, s.start as usize - base, s.len as usize))
+        self.data.get_mut(base..base + self.slot_size)
     }
 }

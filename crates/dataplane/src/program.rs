@@ -1,107 +1,111 @@
-//! A flow entry's instructions compiled for the hot path: fixed fields instead of a list to
-//! interpret, the action lists stored inline in the entry when short (no pointer chase per
-//! packet), and Write-Actions pre-sorted into action-set order so an entry that ends the
-//! pipeline with an empty action set runs them directly without building the set.
+//! A flow entry's instructions compiled for the hot path.
+//!
+//! Actions become 8-byte [`Op`]s with their operands ready to use (a MAC, an address, a
+//! port), so a rule's whole program usually sits in the same cache line as its header and
+//! one `match` dispatches each action. Actions the hot path does not specialise keep their
+//! IR form in a side list ([`Op::Slow`]). Write-Actions are pre-sorted into action-set order,
+//! so an entry that ends the pipeline with an empty action set runs them directly without
+//! building the set.
 
 use crate::actions::ActionSet;
-use crate::ir::{Action, Instruction};
+use crate::ir::{port, Action, Instruction};
+use crate::key::{Field, FieldValue};
 use std::sync::Arc;
 
-/// Actions kept inside the entry; longer programs share one heap slice.
-const INLINE: usize = 4;
+/// Ops kept inside the program; longer programs share one heap slice.
+const INLINE: usize = 5;
 
-/// An action decoded for the hot path: the frequent ones carry their operands ready to use,
-/// the rest keep the IR action.
+/// One compiled action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// Output to a port (any but CONTROLLER, for which `max_len` matters).
+pub(crate) enum Op {
+    /// Output to a physical or logical port (at most `port::MAX`).
     Output(u32),
+    /// Output to a reserved port other than CONTROLLER (IN_PORT, TABLE, NORMAL, FLOOD, ALL,
+    /// LOCAL, ANY).
+    Reserved(u32),
     /// Output to CONTROLLER with its `max_len`.
     Controller(u16),
     Group(u32),
     SetQueue(u32),
     SetEthDst([u8; 6]),
     SetEthSrc([u8; 6]),
+    SetIpv4Src(u32),
+    SetIpv4Dst(u32),
     DecNwTtl,
-    Other(Action),
+    /// Any other action: index into the program's slow list.
+    Slow(u16),
 }
 
-impl From<Action> for Step {
-    #[inline(always)]
-    fn from(a: Action) -> Step {
-        match a {
-            Action::Output { port, max_len } if port == crate::ir::port::CONTROLLER => {
-                Step::Controller(max_len)
-            }
-            Action::Output { port, .. } => Step::Output(port),
-            Action::Group(g) => Step::Group(g),
-            Action::SetQueue(q) => Step::SetQueue(q),
-            Action::SetField(crate::key::Field::EthDst, v) => Step::SetEthDst(v.to_mac()),
-            Action::SetField(crate::key::Field::EthSrc, v) => Step::SetEthSrc(v.to_mac()),
-            Action::DecNwTtl => Step::DecNwTtl,
-            other => Step::Other(other),
+const _: () = assert!(core::mem::size_of::<Op>() == 8);
+
+/// A compiled action list: the ops and the IR actions their [`Op::Slow`]s refer to.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OpList {
+    pub ops: Box<[Op]>,
+    pub slow: Box<[Action]>,
+}
+
+impl OpList {
+    pub fn compile(actions: &[Action]) -> OpList {
+        let mut slow = Vec::new();
+        let ops = actions.iter().map(|a| op_of(*a, &mut slow)).collect();
+        OpList {
+            ops,
+            slow: slow.into(),
         }
     }
 }
 
-impl From<Step> for Action {
-    fn from(s: Step) -> Action {
-        match s {
-            Step::Output(port) => Action::Output { port, max_len: 0 },
-            Step::Controller(max_len) => Action::Output {
-                port: crate::ir::port::CONTROLLER,
-                max_len,
-            },
-            Step::Group(g) => Action::Group(g),
-            Step::SetQueue(q) => Action::SetQueue(q),
-            Step::SetEthDst(mac) => {
-                Action::SetField(crate::key::Field::EthDst, crate::key::FieldValue::mac(mac))
-            }
-            Step::SetEthSrc(mac) => {
-                Action::SetField(crate::key::Field::EthSrc, crate::key::FieldValue::mac(mac))
-            }
-            Step::DecNwTtl => Action::DecNwTtl,
-            Step::Other(a) => a,
-        }
+/// The op for one action outside a compiled list (the action set, packet-out): an action
+/// without a specialised form becomes `Slow(0)`, to run with `slice::from_ref(&a)` as the
+/// slow list.
+#[inline(always)]
+pub(crate) fn op_for(a: Action) -> Op {
+    match a {
+        Action::Output { port, max_len } if port == port::CONTROLLER => Op::Controller(max_len),
+        Action::Output { port, .. } if port <= port::MAX => Op::Output(port),
+        Action::Output { port, .. } => Op::Reserved(port),
+        Action::Group(g) => Op::Group(g),
+        Action::SetQueue(q) => Op::SetQueue(q),
+        Action::SetField(Field::EthDst, v) => Op::SetEthDst(v.to_mac()),
+        Action::SetField(Field::EthSrc, v) => Op::SetEthSrc(v.to_mac()),
+        Action::SetField(Field::Ipv4Src, v) => Op::SetIpv4Src(v.0 as u32),
+        Action::SetField(Field::Ipv4Dst, v) => Op::SetIpv4Dst(v.0 as u32),
+        Action::DecNwTtl => Op::DecNwTtl,
+        _ => Op::Slow(0),
     }
 }
 
-/// Decodes an action list.
-pub(crate) fn steps(actions: &[Action]) -> Box<[Step]> {
-    actions.iter().map(|a| Step::from(*a)).collect()
+/// The op for `a`, pushing it onto `slow` when it has no specialised form.
+fn op_of(a: Action, slow: &mut Vec<Action>) -> Op {
+    match (op_for(a), u16::try_from(slow.len())) {
+        (Op::Slow(_), Ok(i)) => {
+            slow.push(a);
+            Op::Slow(i)
+        }
+        // More than 65535 unusual actions in one list cannot come from a 64 KiB message.
+        (Op::Slow(_), Err(_)) => Op::Reserved(port::ANY),
+        (op, _) => op,
+    }
 }
 
-#[derive(Clone, Debug)]
-enum Store {
-    Inline([Step; INLINE]),
-    Heap(Arc<[Step]>),
-}
-
-/// The InSP instruction's parameters.
-#[derive(Clone, Debug)]
-pub(crate) struct InspStep {
-    pub template_id: u32,
-    pub actions: Vec<Action>,
-}
-
-/// Compiled instructions, executed in the order of OpenFlow 1.3 section 5.9: meter,
-/// apply-actions, (InSP), clear-actions, write-actions, write-metadata, goto-table.
-#[derive(Clone, Debug)]
-#[repr(C)]
-pub(crate) struct Program {
-    apply_len: u16,
-    write_len: u16,
-    pub goto: Option<u8>,
-    /// Nothing but a goto-table: the packet moves on untouched (without a goto, the action
-    /// set would run, so such entries do not qualify).
-    pub goto_only: bool,
-    pub clear: bool,
-    pub has_write: bool,
-    pub meter: Option<u32>,
-    pub insp: Option<Arc<InspStep>>,
-    pub metadata: Option<(u64, u64)>,
-    /// Apply-Actions followed by Write-Actions (sorted in action-set order).
-    store: Store,
+/// The IR action an op stands for (`slow` is the list the op came from).
+pub(crate) fn action_of(op: Op, slow: &[Action]) -> Option<Action> {
+    Some(match op {
+        Op::Output(port) | Op::Reserved(port) => Action::Output { port, max_len: 0 },
+        Op::Controller(max_len) => Action::Output {
+            port: port::CONTROLLER,
+            max_len,
+        },
+        Op::Group(g) => Action::Group(g),
+        Op::SetQueue(q) => Action::SetQueue(q),
+        Op::SetEthDst(mac) => Action::SetField(Field::EthDst, FieldValue::mac(mac)),
+        Op::SetEthSrc(mac) => Action::SetField(Field::EthSrc, FieldValue::mac(mac)),
+        Op::SetIpv4Src(a) => Action::SetField(Field::Ipv4Src, FieldValue::from(a)),
+        Op::SetIpv4Dst(a) => Action::SetField(Field::Ipv4Dst, FieldValue::from(a)),
+        Op::DecNwTtl => Action::DecNwTtl,
+        Op::Slow(i) => *slow.get(usize::from(i))?,
+    })
 }
 
 /// `actions` rewritten into the order the action set executes them (one per kind, last wins).
@@ -116,33 +120,85 @@ pub(crate) fn action_set_order(actions: &[Action]) -> Vec<Action> {
     out
 }
 
-/// Collects steps inline while they fit, on the heap beyond (no allocation for short
-/// programs: compiling runs once per flow-mod).
-struct StepBuf {
-    inline: [Step; INLINE],
-    len: usize,
-    heap: Vec<Step>,
+#[derive(Clone, Debug)]
+enum Store {
+    Inline([Op; INLINE]),
+    Heap(Arc<[Op]>),
 }
 
-impl StepBuf {
+/// The InSP instruction's parameters.
+#[derive(Clone, Debug)]
+pub(crate) struct InspStep {
+    pub template_id: u32,
+    pub actions: Vec<Action>,
+}
+
+/// The parts of a program most entries lack, behind one pointer.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Rare {
+    /// Actions without a specialised op, referred to by [`Op::Slow`].
+    pub slow: Box<[Action]>,
+    pub insp: Option<InspStep>,
+    pub metadata: Option<(u64, u64)>,
+}
+
+/// Program flag bits.
+pub(crate) mod flag {
+    /// Nothing but a goto-table: the packet moves on untouched.
+    pub const GOTO_ONLY: u8 = 1 << 0;
+    pub const METER: u8 = 1 << 1;
+    pub const CLEAR: u8 = 1 << 2;
+    pub const WRITE: u8 = 1 << 3;
+    pub const INSP: u8 = 1 << 4;
+    pub const METADATA: u8 = 1 << 5;
+}
+
+/// `Program::goto` when the entry has no goto-table.
+pub(crate) const NO_GOTO: u8 = u8::MAX;
+
+/// Compiled instructions, executed in the order of OpenFlow 1.3 section 5.9: meter,
+/// apply-actions, (InSP), clear-actions, write-actions, write-metadata, goto-table.
+#[derive(Clone, Debug)]
+#[repr(C)]
+pub(crate) struct Program {
+    pub flags: u8,
+    /// The goto-table target or [`NO_GOTO`].
+    pub goto: u8,
+    apply_len: u16,
+    write_len: u16,
+    pub meter: u32,
+    /// Apply-Actions followed by Write-Actions (sorted in action-set order).
+    store: Store,
+    rare: Option<Arc<Rare>>,
+}
+
+/// Collects ops inline while they fit, on the heap beyond (no allocation for short programs:
+/// compiling runs once per flow-mod).
+struct OpBuf {
+    inline: [Op; INLINE],
+    len: usize,
+    heap: Vec<Op>,
+}
+
+impl OpBuf {
     fn new() -> Self {
-        StepBuf {
-            inline: [Step::SetQueue(0); INLINE],
+        OpBuf {
+            inline: [Op::DecNwTtl; INLINE],
             len: 0,
             heap: Vec::new(),
         }
     }
 
-    fn push(&mut self, step: Step) {
+    fn push(&mut self, op: Op) {
         if self.heap.is_empty() {
             if let Some(slot) = self.inline.get_mut(self.len) {
-                *slot = step;
+                *slot = op;
                 self.len += 1;
                 return;
             }
             self.heap.extend_from_slice(&self.inline);
         }
-        self.heap.push(step);
+        self.heap.push(op);
         self.len += 1;
     }
 
@@ -158,45 +214,51 @@ impl StepBuf {
 impl Program {
     pub fn compile(instructions: &[Instruction]) -> Program {
         let mut p = Program {
-            store: Store::Inline([Step::SetQueue(0); INLINE]),
+            flags: 0,
+            goto: NO_GOTO,
             apply_len: 0,
             write_len: 0,
-            meter: None,
-            clear: false,
-            has_write: false,
-            metadata: None,
-            goto: None,
-            goto_only: false,
-            insp: None,
+            meter: 0,
+            store: Store::Inline([Op::DecNwTtl; INLINE]),
+            rare: None,
         };
-        let mut steps = StepBuf::new();
+        let mut rare = Rare::default();
+        let mut slow = Vec::new();
+        let mut ops = OpBuf::new();
         for ins in instructions {
             match ins {
-                Instruction::GotoTable(t) => p.goto = Some(*t),
-                Instruction::WriteMetadata { value, mask } => p.metadata = Some((*value, *mask)),
+                Instruction::GotoTable(t) => p.goto = (*t).min(NO_GOTO - 1),
+                Instruction::WriteMetadata { value, mask } => {
+                    p.flags |= flag::METADATA;
+                    rare.metadata = Some((*value, *mask));
+                }
                 Instruction::ApplyActions(a) => {
                     for action in a {
                         if p.apply_len < u16::MAX {
-                            steps.push(Step::from(*action));
+                            ops.push(op_of(*action, &mut slow));
                             p.apply_len += 1;
                         }
                     }
                 }
-                Instruction::WriteActions(_) => p.has_write = true,
-                Instruction::ClearActions => p.clear = true,
-                Instruction::Meter(m) => p.meter = Some(*m),
+                Instruction::WriteActions(_) => p.flags |= flag::WRITE,
+                Instruction::ClearActions => p.flags |= flag::CLEAR,
+                Instruction::Meter(m) => {
+                    p.flags |= flag::METER;
+                    p.meter = *m;
+                }
                 Instruction::Insp {
                     template_id,
                     actions,
                 } => {
-                    p.insp = Some(Arc::new(InspStep {
+                    p.flags |= flag::INSP;
+                    rare.insp = Some(InspStep {
                         template_id: *template_id,
                         actions: actions.clone(),
-                    }));
+                    });
                 }
             }
         }
-        if p.has_write {
+        if p.flags & flag::WRITE != 0 {
             let mut set = ActionSet::default();
             for ins in instructions {
                 if let Instruction::WriteActions(a) = ins {
@@ -205,24 +267,25 @@ impl Program {
             }
             set.for_each(|a| {
                 if p.write_len < u16::MAX {
-                    steps.push(Step::from(a));
+                    ops.push(op_of(a, &mut slow));
                     p.write_len += 1;
                 }
                 true
             });
         }
-        p.goto_only = p.goto.is_some()
-            && steps.len == 0
-            && p.meter.is_none()
-            && p.insp.is_none()
-            && !p.clear
-            && !p.has_write
-            && p.metadata.is_none();
-        p.store = steps.into_store();
+        if p.goto != NO_GOTO && ops.len == 0 && p.flags == 0 {
+            p.flags = flag::GOTO_ONLY;
+        }
+        rare.slow = slow.into();
+        if !rare.slow.is_empty() || rare.insp.is_some() || rare.metadata.is_some() {
+            p.rare = Some(Arc::new(rare));
+        }
+        p.store = ops.into_store();
         p
     }
 
-    fn all(&self) -> &[Step] {
+    #[inline(always)]
+    fn all(&self) -> &[Op] {
         match &self.store {
             Store::Inline(a) => a,
             Store::Heap(a) => a,
@@ -231,16 +294,100 @@ impl Program {
 
     /// The Apply-Actions list, in order.
     #[inline(always)]
-    pub fn apply(&self) -> &[Step] {
+    pub fn apply(&self) -> &[Op] {
         self.all().get(..usize::from(self.apply_len)).unwrap_or(&[])
     }
 
     /// The Write-Actions, in action-set order.
     #[inline(always)]
-    pub fn write(&self) -> &[Step] {
+    pub fn write(&self) -> &[Op] {
         let start = usize::from(self.apply_len);
         self.all()
             .get(start..start + usize::from(self.write_len))
             .unwrap_or(&[])
+    }
+
+    /// The IR actions of the program's [`Op::Slow`]s.
+    #[inline(always)]
+    pub fn slow(&self) -> &[Action] {
+        self.rare.as_deref().map_or(&[], |r| &r.slow)
+    }
+
+    pub fn insp(&self) -> Option<&InspStep> {
+        self.rare.as_deref().and_then(|r| r.insp.as_ref())
+    }
+
+    pub fn metadata(&self) -> Option<(u64, u64)> {
+        self.rare.as_deref().and_then(|r| r.metadata)
+    }
+
+    /// The goto-table target.
+    #[inline(always)]
+    pub fn goto(&self) -> Option<u8> {
+        (self.goto != NO_GOTO).then_some(self.goto)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_round_trip_to_the_actions_they_came_from() {
+        let actions = [
+            Action::Output {
+                port: 7,
+                max_len: 0,
+            },
+            Action::Output {
+                port: port::CONTROLLER,
+                max_len: 128,
+            },
+            Action::Output {
+                port: port::FLOOD,
+                max_len: 0,
+            },
+            Action::Group(3),
+            Action::SetQueue(2),
+            Action::SetField(Field::EthDst, FieldValue::mac([1, 2, 3, 4, 5, 6])),
+            Action::SetField(Field::Ipv4Src, FieldValue::from(0x0a00_0001u32)),
+            Action::SetField(Field::VlanVid, FieldValue::from(0x1005u16)),
+            Action::DecNwTtl,
+            Action::PopVlan,
+        ];
+        let list = OpList::compile(&actions);
+        assert_eq!(list.slow.len(), 2, "set vlan_vid and pop_vlan have no op");
+        let back: Vec<Action> = list
+            .ops
+            .iter()
+            .filter_map(|op| action_of(*op, &list.slow))
+            .collect();
+        assert_eq!(back, actions);
+    }
+
+    #[test]
+    fn goto_only_needs_nothing_else() {
+        let p = Program::compile(&[Instruction::GotoTable(4)]);
+        assert_eq!((p.flags, p.goto()), (flag::GOTO_ONLY, Some(4)));
+        let p = Program::compile(&[
+            Instruction::GotoTable(4),
+            Instruction::WriteMetadata { value: 1, mask: 1 },
+        ]);
+        assert_eq!(p.flags & flag::GOTO_ONLY, 0);
+        assert_eq!(p.metadata(), Some((1, 1)));
+    }
+
+    #[test]
+    fn long_programs_spill_to_the_heap_in_order() {
+        let apply: Vec<Action> = (1..=7)
+            .map(|port| Action::Output { port, max_len: 0 })
+            .collect();
+        let p = Program::compile(&[
+            Instruction::ApplyActions(apply),
+            Instruction::WriteActions(vec![Action::Group(9), Action::DecNwTtl]),
+        ]);
+        let ports: Vec<Op> = (1..=7).map(Op::Output).collect();
+        assert_eq!(p.apply(), ports.as_slice());
+        assert_eq!(p.write(), &[Op::DecNwTtl, Op::Group(9)]);
     }
 }

@@ -3,12 +3,12 @@
 
 use crate::classifier::hash::SeededMap;
 use crate::classifier::Classifier;
-use crate::counters::{FlowCounters, PortCounters};
-use crate::datapath::{FlowId, Group, Op, PortInfo, SwitchConfig};
+use crate::counters::{FlowCounters, GroupCounters, PortCounters};
+use crate::datapath::{FlowId, Group, GroupType, Op, PortInfo, SwitchConfig};
 use crate::key::{Match, ParseDepth};
 use crate::meter::Meter;
 use crate::normal::{NormalPorts, PortVlanMode};
-use crate::program::{Program, Step};
+use crate::program::{OpList, Program};
 use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -146,8 +146,11 @@ impl<T: Clone> IdMap<T> {
 #[derive(Clone, Debug)]
 pub(crate) struct GroupEntry {
     pub group: Arc<Group>,
-    /// Each bucket's actions (in action-set order) decoded for the hot path.
-    pub steps: Vec<Box<[Step]>>,
+    /// The group's type and counters, at hand without going through `group`.
+    pub kind: GroupType,
+    pub counters: Arc<GroupCounters>,
+    /// Each bucket's actions (in action-set order) compiled for the hot path.
+    pub buckets: Box<[OpList]>,
 }
 
 /// The internal op: [`Op`] with the writer-side additions both copies must share.
@@ -327,14 +330,16 @@ impl State {
             }
             Op::SetGroup { id, group } => {
                 let group = crate::group::normalize(group);
-                let steps = group
+                let buckets = group
                     .buckets
                     .iter()
-                    .map(|b| crate::program::steps(&b.actions))
+                    .map(|b| OpList::compile(&b.actions))
                     .collect();
                 let entry = GroupEntry {
+                    kind: group.kind,
+                    counters: Arc::clone(&group.counters),
                     group: Arc::new(group),
-                    steps,
+                    buckets,
                 };
                 self.groups.insert(*id, entry);
             }

@@ -47,7 +47,21 @@ pub struct Lane {
     salt: u64,
 }
 
+impl Lane {
+    /// Folds the masked word `w` into the running hash `h`.
+    #[inline(always)]
+    pub fn mix(&self, h: u64, w: u64) -> u64 {
+        fold_mul(h ^ w, self.salt)
+    }
+}
+
 impl Seed {
+    /// The initial value of every hash.
+    #[inline(always)]
+    pub fn a(self) -> u64 {
+        self.a
+    }
+
     /// The lane of word `at` under `mask`.
     pub fn lane(self, at: usize, mask: u64) -> Lane {
         Lane {
@@ -58,15 +72,16 @@ impl Seed {
     }
 }
 
-/// Hashes `key & mask` over the mask's lanes (its non-zero words).
+/// Hashes `key & mask` over the mask's lanes (its non-zero words): one folded multiply per
+/// lane, each keyed by the seed and the lane's position.
 #[inline(always)]
 pub fn hash_lanes(seed: Seed, key: &[u64], lanes: &[Lane]) -> u64 {
     let mut h = seed.a;
     for l in lanes {
         let w = key.get(l.at).copied().unwrap_or(0) & l.mask;
-        h = fold_mul(h ^ w, l.salt);
+        h = l.mix(h, w);
     }
-    fold_mul(h, seed.b)
+    h
 }
 
 /// Hashes `key & mask` over the word positions in `words` (the mask's non-zero words); equal
@@ -77,9 +92,9 @@ pub fn hash_masked(seed: Seed, key: &[u64], mask: &[u64], words: &[u8]) -> u64 {
     for &i in words {
         let i = usize::from(i);
         let l = seed.lane(i, mask.get(i).copied().unwrap_or(0));
-        h = fold_mul(h ^ (key.get(i).copied().unwrap_or(0) & l.mask), l.salt);
+        h = l.mix(h, key.get(i).copied().unwrap_or(0) & l.mask);
     }
-    fold_mul(h, seed.b)
+    h
 }
 
 /// A seeded `BuildHasher` for the control-side maps (ids, masks), deterministic per process
@@ -205,9 +220,7 @@ impl RawIndex {
     /// Hints the CPU to load the line the probe for `hash` starts at.
     #[inline(always)]
     pub fn prefetch(&self, hash: u64) {
-        if let Some(e) = self.entries.get(self.home(hash)) {
-            prefetch_read(e);
-        }
+        self.view().prefetch(hash);
     }
 
     /// The entry whose tag and first word match and for which `rest_eq(slot)` holds.
@@ -216,20 +229,17 @@ impl RawIndex {
         &self,
         hash: u64,
         word0: u64,
-        mut rest_eq: impl FnMut(u32) -> bool,
+        rest_eq: impl FnMut(u32) -> bool,
     ) -> Option<&IndexEntry> {
-        let mask = self.entries.len() - 1;
-        let t = tag(hash);
-        let mut pos = self.home(hash);
-        loop {
-            let e = self.entries.get(pos)?;
-            if e.slot == u32::MAX {
-                return None;
-            }
-            if e.tag == t && e.word0 == word0 && rest_eq(e.slot) {
-                return Some(e);
-            }
-            pos = (pos + 1) & mask;
+        self.view().find(hash, word0, rest_eq)
+    }
+
+    /// A read-only view for probing many keys (the entry array and its mask loaded once).
+    #[inline(always)]
+    pub fn view(&self) -> IndexView<'_> {
+        IndexView {
+            entries: &self.entries,
+            mask: self.entries.len() - 1,
         }
     }
 
@@ -335,6 +345,50 @@ impl RawIndex {
         }
         self.len -= 1;
         true
+    }
+}
+
+/// [`RawIndex`] as the probes of a batch see it.
+#[derive(Clone, Copy, Debug)]
+pub struct IndexView<'a> {
+    entries: &'a [IndexEntry],
+    mask: usize,
+}
+
+impl<'a> IndexView<'a> {
+    #[inline(always)]
+    fn home(&self, hash: u64) -> usize {
+        ((hash >> 32) as usize) & self.mask
+    }
+
+    /// Hints the CPU to load the line the probe for `hash` starts at.
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u64) {
+        if let Some(e) = self.entries.get(self.home(hash)) {
+            prefetch_read(e);
+        }
+    }
+
+    /// The entry whose tag and first word match and for which `rest_eq(slot)` holds.
+    #[inline(always)]
+    pub fn find(
+        &self,
+        hash: u64,
+        word0: u64,
+        mut rest_eq: impl FnMut(u32) -> bool,
+    ) -> Option<&'a IndexEntry> {
+        let t = tag(hash);
+        let mut pos = self.home(hash);
+        loop {
+            let e = self.entries.get(pos)?;
+            if e.slot == u32::MAX {
+                return None;
+            }
+            if e.tag == t && e.word0 == word0 && rest_eq(e.slot) {
+                return Some(e);
+            }
+            pos = (pos + 1) & self.mask;
+        }
     }
 }
 

@@ -68,9 +68,114 @@ pub struct Rule<P> {
 #[derive(Debug, Default)]
 pub struct LookupScratch {
     hashes: Vec<u64>,
-    word0: Vec<u64>,
     best: Vec<i32>,
     hits: Vec<(u32, u32)>,
+}
+
+impl LookupScratch {
+    /// `n` words of per-packet state (hashes, or LPM walk state).
+    fn hashes(&mut self, n: usize) -> &mut [u64] {
+        if self.hashes.len() < n {
+            self.hashes.resize(n, 0);
+        }
+        self.hashes.get_mut(..n).unwrap_or_default()
+    }
+}
+
+/// The rule a lookup falls back to when nothing better matches: a table's catch-all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Fallback {
+    slot: u32,
+    /// -1 when there is none (any hit wins).
+    priority: i32,
+}
+
+impl Fallback {
+    const NONE: Fallback = Fallback {
+        slot: NO_RULE,
+        priority: -1,
+    };
+}
+
+/// How [`Classifier::lookup_batch`] classifies the table's current contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    Empty,
+    /// One subtable with a non-empty mask (an exact-match table), above an optional
+    /// catch-all: one probe per packet.
+    Tuple {
+        sub: u32,
+        all: Fallback,
+    },
+    /// The LPM family, above an optional catch-all.
+    Routes {
+        all: Fallback,
+    },
+    /// Priority-ordered tuple space search.
+    General,
+}
+
+/// A subtable with what a probe needs at hand (its index view and the rule keys).
+#[derive(Clone, Copy)]
+struct Tuple<'s> {
+    sub: &'s Subtable,
+    index: hash::IndexView<'s>,
+    keys: &'s [Words],
+}
+
+impl<'s> Tuple<'s> {
+    #[inline(always)]
+    fn hash(&self, key: &Words) -> u64 {
+        self.sub.hash(key)
+    }
+
+    #[inline(always)]
+    fn find(&self, key: &Words) -> Option<&'s hash::IndexEntry> {
+        self.find_hashed(self.hash(key), key)
+    }
+
+    /// A probe with the hash already computed.
+    #[inline(always)]
+    fn find_hashed(&self, h: u64, key: &Words) -> Option<&'s hash::IndexEntry> {
+        let (sub, keys) = (self.sub, self.keys);
+        let single = sub.words.len() <= 1;
+        self.index.find(h, sub.word0(key), |s| {
+            single || rule_key(keys, s).is_some_and(|k| sub.rest_eq(key, k))
+        })
+    }
+
+    /// A probe of a one-word mask: the index entry holds the whole masked key.
+    #[inline(always)]
+    fn find_one(&self, lane: hash::Lane, key: &Words) -> Option<&'s hash::IndexEntry> {
+        let w = key.get(lane.at).copied().unwrap_or(0) & lane.mask;
+        self.index
+            .find(lane.mix(self.sub.seed().a(), w), w, |_| true)
+    }
+
+    /// A probe of a mask of exactly `L` words (unrolled).
+    #[inline(always)]
+    fn find_fixed<const L: usize>(
+        &self,
+        lanes: &[hash::Lane; L],
+        key: &Words,
+    ) -> Option<&'s hash::IndexEntry> {
+        let mut words = [0u64; L];
+        let mut h = self.sub.seed().a();
+        for (w, l) in words.iter_mut().zip(lanes) {
+            *w = key.get(l.at).copied().unwrap_or(0) & l.mask;
+            h = l.mix(h, *w);
+        }
+        let keys = self.keys;
+        self.index.find(h, words[0], |s| {
+            rule_key(keys, s).is_some_and(|r| {
+                words
+                    .iter()
+                    .zip(lanes)
+                    .skip(1)
+                    .all(|(w, l)| r.get(l.at) == Some(w))
+            })
+        })
+    }
 }
 
 /// A flow table's classifier; `P` is what a match returns (the compiled instructions).
@@ -91,6 +196,7 @@ pub struct Classifier<P> {
     /// Probe order: subtables (or the LPM family as one step) by maximum priority, descending.
     order: Vec<Step>,
     lpm: Option<LpmPlan>,
+    plan: Plan,
 }
 
 /// One step of the probe order.
@@ -122,6 +228,7 @@ impl<P> Default for Classifier<P> {
             next_seq: 0,
             order: Vec::new(),
             lpm: None,
+            plan: Plan::Empty,
         }
     }
 }
@@ -381,6 +488,7 @@ impl<P> Classifier<P> {
         };
         self.order
             .sort_by(|a, b| b.max().cmp(&a.max()).then_with(|| seq(a).cmp(&seq(b))));
+        self.plan = self.choose_plan();
     }
 
     /// The highest-priority rule matching `key` (ties: a fixed, deterministic choice).
@@ -407,125 +515,65 @@ impl<P> Classifier<P> {
     #[inline(always)]
     fn probe(&self, sub_id: u32, key: &Words) -> Option<u32> {
         let sub = self.subtables.get(sub_id as usize)?.as_ref()?;
-        let h = sub.hash(key);
-        self.find_in(sub, h, key)
+        self.tuple(sub).find(key).map(|e| e.slot)
     }
 
+    /// The probe view of a subtable.
     #[inline(always)]
-    fn find_in(&self, sub: &Subtable, h: u64, key: &Words) -> Option<u32> {
-        self.find_entry(sub, h, key).map(|e| e.slot)
-    }
-
-    /// The index entry matching `key` (its priority is the slot's, without loading the rule).
-    #[inline(always)]
-    fn find_entry<'s>(
-        &self,
-        sub: &'s Subtable,
-        h: u64,
-        key: &Words,
-    ) -> Option<&'s hash::IndexEntry> {
-        let single = sub.words.len() <= 1;
-        sub.index.find(h, sub.word0(key), |s| {
-            single || rule_key(&self.keys, s).is_some_and(|k| sub.rest_eq(key, k))
-        })
-    }
-
-    /// [`Self::lookup_batch`] for the most common table shape: one small tuple, optionally
-    /// below a match-all catch-all. One probe per packet and no priority bookkeeping; false
-    /// (nothing written) for any other shape.
-    #[inline(always)]
-    fn lookup_batch_small<'k>(
-        &self,
-        n: usize,
-        key: &impl Fn(usize) -> &'k Words,
-        out: &mut [u32],
-    ) -> bool {
-        let (id, fallback) = match self.order.as_slice() {
-            [Step::Subtable { id, .. }] => (*id, None),
-            [Step::Subtable { id, .. }, Step::Subtable { id: all, .. }] => (*id, Some(*all)),
-            _ => return false,
-        };
-        let Some(Some(sub)) = self.subtables.get(id as usize) else {
-            return false;
-        };
-        if sub.words.is_empty() || sub.index.len() > CACHED_INDEX {
-            return false;
+    fn tuple<'s>(&'s self, sub: &'s Subtable) -> Tuple<'s> {
+        Tuple {
+            sub,
+            index: sub.index.view(),
+            keys: &self.keys,
         }
-        // The catch-all's entry: it wins over a hit of lower priority (equal: the first step).
-        let (all_slot, all_priority) = match fallback {
-            None => (NO_RULE, None),
-            Some(all) => match self.catch_all(all) {
-                Some(all) => all,
-                None => return false,
-            },
-        };
-        let single = sub.words.len() <= 1;
-        for (i, o) in out.iter_mut().take(n).enumerate() {
-            let k = key(i);
-            let found = sub.index.find(sub.hash(k), sub.word0(k), |s| {
-                single || rule_key(&self.keys, s).is_some_and(|r| sub.rest_eq(k, r))
-            });
-            *o = match found {
-                Some(e) if all_priority.is_none_or(|q| e.priority >= q) => e.slot,
-                _ => all_slot,
-            };
-        }
-        true
     }
 
-    /// The entry of a match-all subtable (slot, priority); `None` when `id` is not one.
-    fn catch_all(&self, id: u32) -> Option<(u32, Option<u16>)> {
-        let all = self.subtables.get(id as usize)?.as_ref()?;
+    /// The catch-all below a single tuple or a routing family: the head of a match-all
+    /// subtable, as the last step of the probe order.
+    fn fallback(&self, step: Option<&Step>) -> Option<Fallback> {
+        let id = match step {
+            None => return Some(Fallback::NONE),
+            Some(Step::Subtable { id, .. }) => id,
+            Some(Step::Lpm { .. }) => return None,
+        };
+        let all = self.subtables.get(*id as usize)?.as_ref()?;
         if !all.words.is_empty() {
             return None;
         }
         Some(match all.index.find(all.hash(&ZERO), 0, |_| true) {
-            Some(e) => (e.slot, Some(e.priority)),
-            None => (NO_RULE, None),
+            Some(e) => Fallback {
+                slot: e.slot,
+                priority: i32::from(e.priority),
+            },
+            None => Fallback::NONE,
         })
     }
 
-    /// [`Self::lookup_batch`] for a routing table: the LPM family, optionally above a
-    /// match-all catch-all. A catch-all at priority 0 loses to every route, so the routes'
-    /// rules are not even loaded for their priority; false (nothing written) for any other
-    /// shape.
-    #[inline(always)]
-    fn lookup_batch_routes<'k>(
-        &self,
-        n: usize,
-        key: &impl Fn(usize) -> &'k Words,
-        out: &mut [u32],
-        state: &mut [u64],
-    ) -> bool {
-        let (all_slot, all_priority) = match self.order.as_slice() {
-            [Step::Lpm { .. }] => (NO_RULE, None),
-            [Step::Lpm { .. }, Step::Subtable { id, .. }] => match self.catch_all(*id) {
-                Some(all) => all,
-                None => return false,
-            },
-            _ => return false,
+    /// Chooses how [`Self::lookup_batch`] classifies (after every change of the probe order
+    /// or of a catch-all).
+    fn choose_plan(&self) -> Plan {
+        let (first, rest) = match self.order.split_first() {
+            None => return Plan::Empty,
+            Some(split) => split,
         };
-        let Some(plan) = &self.lpm else {
-            return false;
-        };
-        for o in out.iter_mut().take(n) {
-            *o = all_slot;
+        if rest.len() > 1 {
+            return Plan::General;
         }
-        plan.lookup_batch(n, key, &|_| true, state, |i, slot| {
-            let wins = match all_priority {
-                None | Some(0) => true,
-                Some(q) => self.rule(slot).is_some_and(|r| r.priority >= q),
-            };
-            if let (true, Some(o)) = (wins, out.get_mut(i)) {
-                *o = slot;
-            }
-        });
-        true
+        let below = self.fallback(rest.first());
+        match (*first, below) {
+            (Step::Subtable { id, .. }, Some(all)) => match self.subtables.get(id as usize) {
+                Some(Some(sub)) if !sub.words.is_empty() => Plan::Tuple { sub: id, all },
+                _ => Plan::General,
+            },
+            (Step::Lpm { .. }, Some(all)) => Plan::Routes { all },
+            _ => Plan::General,
+        }
     }
 
     /// Classifies `n` packets at once: `out[i]` receives the slot for `key(i)` or [`NO_RULE`].
-    /// Subtable by subtable, it hashes and prefetches every pending packet's bucket before
-    /// probing any, so the cache misses of a large table overlap instead of adding up.
+    /// The common shapes (one tuple, a routing family, each above an optional catch-all) take
+    /// one probe per packet; large indexes are probed in two passes, hashing and prefetching
+    /// every packet's bucket first, so the cache misses overlap instead of adding up.
     #[inline(never)]
     pub fn lookup_batch<'k>(
         &self,
@@ -535,123 +583,167 @@ impl<P> Classifier<P> {
         scratch: &mut LookupScratch,
     ) {
         let n = n.min(out.len());
-        if self.lookup_batch_small(n, &key, out) {
+        let out = out.get_mut(..n).unwrap_or_default();
+        match self.plan {
+            Plan::Empty => out.fill(NO_RULE),
+            Plan::Tuple { sub, all } => match self.subtables.get(sub as usize) {
+                Some(Some(sub)) => self.lookup_tuple(sub, all, &key, out, scratch),
+                _ => out.fill(NO_RULE),
+            },
+            Plan::Routes { all } => self.lookup_routes(all, &key, out, scratch),
+            Plan::General => self.lookup_general(&key, out, scratch),
+        }
+    }
+
+    /// One tuple above an optional catch-all: a hit of at least the catch-all's priority
+    /// wins (ties go to the tuple, the first step of the probe order).
+    #[inline(always)]
+    fn lookup_tuple<'k>(
+        &self,
+        sub: &Subtable,
+        all: Fallback,
+        key: &impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        scratch: &mut LookupScratch,
+    ) {
+        let t = self.tuple(sub);
+        let pick = |e: Option<&hash::IndexEntry>| match e {
+            Some(e) if i32::from(e.priority) >= all.priority => e.slot,
+            _ => all.slot,
+        };
+        if sub.index.len() <= CACHED_INDEX {
+            match sub.lanes() {
+                [l] => {
+                    let l = *l;
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = pick(t.find_one(l, key(i)));
+                    }
+                }
+                [l0, l1] => {
+                    let lanes = [*l0, *l1];
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = pick(t.find_fixed(&lanes, key(i)));
+                    }
+                }
+                _ => {
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = pick(t.find(key(i)));
+                    }
+                }
+            }
             return;
         }
-        scratch.hashes.resize(n, 0);
-        if self.lookup_batch_routes(n, &key, out, &mut scratch.hashes) {
-            return;
+        let hashes = scratch.hashes(out.len());
+        for (i, h) in hashes.iter_mut().enumerate() {
+            *h = t.hash(key(i));
+            t.index.prefetch(*h);
         }
-        scratch.word0.resize(n, 0);
+        for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
+            *o = pick(t.find_hashed(*h, key(i)));
+        }
+    }
+
+    /// A routing family above an optional catch-all. A catch-all at priority 0 loses to
+    /// every route, so the routes' rules are not even loaded for their priority.
+    #[inline(always)]
+    fn lookup_routes<'k>(
+        &self,
+        all: Fallback,
+        key: &impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        scratch: &mut LookupScratch,
+    ) {
+        out.fill(all.slot);
+        let Some(plan) = &self.lpm else {
+            return;
+        };
+        let state = scratch.hashes(out.len());
+        plan.lookup_batch(out.len(), key, &|_| true, state, |i, slot| {
+            let wins = all.priority <= 0
+                || self
+                    .rule(slot)
+                    .is_some_and(|r| i32::from(r.priority) >= all.priority);
+            if let (true, Some(o)) = (wins, out.get_mut(i)) {
+                *o = slot;
+            }
+        });
+    }
+
+    /// Priority-ordered tuple space search, subtable by subtable over the whole batch; a
+    /// packet stops being probed once its best match outranks every later subtable.
+    fn lookup_general<'k>(
+        &self,
+        key: &impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        scratch: &mut LookupScratch,
+    ) {
+        let n = out.len();
+        out.fill(NO_RULE);
         scratch.best.clear();
         scratch.best.resize(n, -1);
-        for o in out.iter_mut().take(n) {
-            *o = NO_RULE;
-        }
+        scratch.hashes.resize(n, 0);
+        let LookupScratch { hashes, best, hits } = scratch;
         for step in &self.order {
             let max = i32::from(step.max());
+            if !best.iter().any(|b| *b < max) {
+                break;
+            }
             match *step {
                 Step::Subtable { id, .. } => {
                     let Some(Some(sub)) = self.subtables.get(id as usize) else {
                         continue;
                     };
-                    let single = sub.words.len() <= 1;
+                    let t = self.tuple(sub);
                     if sub.words.is_empty() {
                         // Match-all mask: one entry at most, the same for every packet.
-                        let Some(e) = sub.index.find(sub.hash(&ZERO), 0, |_| true) else {
-                            continue;
-                        };
-                        let p = i32::from(e.priority);
-                        for (b, o) in scratch.best.iter_mut().zip(out.iter_mut()) {
-                            if *b < p {
-                                *b = p;
-                                *o = e.slot;
-                            }
-                        }
-                        continue;
-                    }
-                    if sub.index.len() <= CACHED_INDEX {
-                        // A small index stays in cache: probe at once, no prefetch pass.
-                        let mut pending = 0usize;
-                        for (i, (b, o)) in scratch.best.iter_mut().zip(out.iter_mut()).enumerate() {
-                            if *b < max {
-                                pending += 1;
-                                let k = key(i);
-                                let found = sub.index.find(sub.hash(k), sub.word0(k), |s| {
-                                    single
-                                        || rule_key(&self.keys, s)
-                                            .is_some_and(|r| sub.rest_eq(k, r))
-                                });
-                                if let Some(e) = found {
-                                    let p = i32::from(e.priority);
-                                    if p > *b {
-                                        *b = p;
-                                        *o = e.slot;
-                                    }
-                                }
-                            }
-                        }
-                        if pending == 0 {
-                            break;
-                        }
-                        continue;
-                    }
-                    let mut pending = 0usize;
-                    for (i, ((h, w0), b)) in scratch
-                        .hashes
-                        .iter_mut()
-                        .zip(scratch.word0.iter_mut())
-                        .zip(&scratch.best)
-                        .enumerate()
-                    {
-                        if *b < max {
-                            let k = key(i);
-                            *h = sub.hash(k);
-                            *w0 = sub.word0(k);
-                            sub.index.prefetch(*h);
-                            pending += 1;
-                        }
-                    }
-                    if pending == 0 {
-                        break;
-                    }
-                    for (i, (((h, w0), b), o)) in scratch
-                        .hashes
-                        .iter()
-                        .zip(&scratch.word0)
-                        .zip(scratch.best.iter_mut())
-                        .zip(out.iter_mut())
-                        .enumerate()
-                    {
-                        if *b < max {
-                            let found = sub.index.find(*h, *w0, |s| {
-                                single
-                                    || rule_key(&self.keys, s)
-                                        .is_some_and(|k| sub.rest_eq(key(i), k))
-                            });
-                            if let Some(e) = found {
-                                let p = i32::from(e.priority);
-                                if p > *b {
+                        if let Some(e) = t.find(&ZERO) {
+                            let p = i32::from(e.priority);
+                            for (b, o) in best.iter_mut().zip(out.iter_mut()) {
+                                if *b < p {
                                     *b = p;
                                     *o = e.slot;
                                 }
+                            }
+                        }
+                        continue;
+                    }
+                    let large = sub.index.len() > CACHED_INDEX;
+                    if large {
+                        for (i, (h, b)) in hashes.iter_mut().zip(best.iter()).enumerate() {
+                            if *b < max {
+                                *h = t.hash(key(i));
+                                t.index.prefetch(*h);
+                            }
+                        }
+                    }
+                    for (i, ((h, b), o)) in hashes
+                        .iter()
+                        .zip(best.iter_mut())
+                        .zip(out.iter_mut())
+                        .enumerate()
+                    {
+                        if *b >= max {
+                            continue;
+                        }
+                        let k = key(i);
+                        let h = if large { *h } else { t.hash(k) };
+                        if let Some(e) = t.find_hashed(h, k) {
+                            let p = i32::from(e.priority);
+                            if p > *b {
+                                *b = p;
+                                *o = e.slot;
                             }
                         }
                     }
                 }
                 Step::Lpm { .. } => {
                     let Some(plan) = &self.lpm else { continue };
-                    let best = &mut scratch.best;
-                    if !best.iter().take(n).any(|b| *b < max) {
-                        break;
-                    }
                     let pending = |i: usize| best.get(i).is_some_and(|b| *b < max);
-                    let mut hits = std::mem::take(&mut scratch.hits);
                     hits.clear();
-                    plan.lookup_batch(n, &key, &pending, &mut scratch.hashes, |i, slot| {
+                    plan.lookup_batch(n, key, &pending, hashes, |i, slot| {
                         hits.push((i as u32, slot))
                     });
-                    for &(i, slot) in &hits {
+                    for &(i, slot) in hits.iter() {
                         let p = self.rule(slot).map_or(0, |r| i32::from(r.priority));
                         if let (Some(b), Some(o)) =
                             (best.get_mut(i as usize), out.get_mut(i as usize))
@@ -662,7 +754,6 @@ impl<P> Classifier<P> {
                             }
                         }
                     }
-                    scratch.hits = hits;
                 }
             }
         }

@@ -90,6 +90,18 @@ impl Subtable {
         self.prios.is_empty()
     }
 
+    /// The mask's significant words with their hash multipliers.
+    #[inline(always)]
+    pub fn lanes(&self) -> &[Lane] {
+        &self.lanes
+    }
+
+    /// The hash key.
+    #[inline(always)]
+    pub fn seed(&self) -> Seed {
+        self.seed
+    }
+
     /// The keyed hash of `key & mask` (what the index is keyed by).
     #[inline(always)]
     pub fn hash(&self, key: &Words) -> u64 {

@@ -1,0 +1,437 @@
+//! The OpenFlow 1.3 pipeline (spec section 5): tables, instructions, the action set, outputs.
+//!
+//! A batch moves through the tables stage by stage: goto-table only goes forward, so the
+//! datapath repeatedly takes the lowest table any packet waits at, classifies all those
+//! packets together (one batched, prefetching lookup), and runs their instructions, which
+//! queue each packet at its next table. Packet-out and InSP-generated packets, which arrive
+//! one at a time, use the same instruction code with a single-packet lookup ([`single`]).
+
+mod exec;
+mod output;
+mod single;
+
+pub(crate) use single::{packet_out, process_normal};
+
+use crate::actions::{ActionSet, Frame};
+use crate::batch::{PacketBatch, PacketSink};
+use crate::classifier::{LookupScratch, Words, NO_RULE};
+use crate::counters::ShardLease;
+use crate::datapath::{FlowId, FragHandling, Shared};
+use crate::key::{frag, FlowKey, ParseDepth};
+use crate::parse::{parse_to, ParseStats};
+use crate::program::flag;
+use crate::state::{PortEntry, State};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Headroom of the copy buffers (group buckets, packet-out, InSP).
+const COPY_HEADROOM: usize = crate::batch::DEFAULT_HEADROOM;
+/// Nesting budget for groups, OUTPUT TABLE and InSP inside each other.
+const MAX_DEPTH: u8 = 6;
+/// Copy buffers per reader: one per nesting level plus one.
+const POOL_SIZE: usize = MAX_DEPTH as usize + 2;
+/// Tables with more rules than this get their matched entries prefetched (smaller ones stay
+/// in cache).
+const PREFETCH_ABOVE: usize = 2048;
+/// Packets a pass through the stages handles; larger batches are processed in windows.
+const WINDOW: usize = 256;
+
+/// Drops counted locally during a batch, flushed to [`Shared`] once.
+#[derive(Debug, Default)]
+struct Drops {
+    malformed: u64,
+    no_match: u64,
+    invalid_ttl: u64,
+    meter: u64,
+    insp_failed: u64,
+    other: u64,
+}
+
+/// A reader's preallocated per-batch working memory. Per-packet state lives in arrays of
+/// exactly [`WINDOW`] entries indexed by a `u8`, so no access needs a bounds check.
+#[derive(Debug)]
+pub(crate) struct Scratch {
+    pkts: Box<[PacketState; WINDOW]>,
+    sets: Box<[ActionSet; WINDOW]>,
+    stages: Stages,
+    /// The packets of the current stage.
+    sel: Vec<u8>,
+    /// Each selected packet's matched rule slot.
+    slots: Vec<u32>,
+    lookup: LookupScratch,
+    parse: ParseStats,
+    pool: Vec<Vec<u8>>,
+    drops: Drops,
+}
+
+/// One packet's progress through the pipeline (kept together: one bounds check, few lines).
+#[derive(Clone, Copy, Debug, Default)]
+struct PacketState {
+    key: FlowKey,
+    /// The frame's position in its slot buffer (pushes and pops move it).
+    start: u32,
+    len: u32,
+}
+
+/// A boxed array of `WINDOW` copies of `value` (built on the heap: the arrays are large).
+fn window_array<T: Clone>(value: T) -> Box<[T; WINDOW]> {
+    let v: Box<[T]> = vec![value; WINDOW].into_boxed_slice();
+    match v.try_into() {
+        Ok(a) => a,
+        Err(_) => unreachable!("a vector of WINDOW elements converts to [T; WINDOW]"),
+    }
+}
+
+impl Scratch {
+    pub fn new(max_frame: usize) -> Self {
+        Scratch {
+            pkts: window_array(PacketState::default()),
+            sets: window_array(ActionSet::default()),
+            stages: Stages::default(),
+            sel: Vec::with_capacity(WINDOW),
+            slots: vec![NO_RULE; WINDOW],
+            lookup: LookupScratch::default(),
+            parse: ParseStats::default(),
+            pool: (0..POOL_SIZE)
+                .map(|_| vec![0; COPY_HEADROOM + max_frame])
+                .collect(),
+            drops: Drops::default(),
+        }
+    }
+
+    pub fn parse_stats(&self) -> &ParseStats {
+        &self.parse
+    }
+}
+
+/// End of a stage list.
+const END: u16 = u16::MAX;
+
+/// The packets waiting at each table, as lists linked through the window, and the set of
+/// tables with waiting packets. Goto-table only goes forward, so taking the lowest pending
+/// table each time visits every table at most once per window.
+#[derive(Debug)]
+struct Stages {
+    pending: [u64; 4],
+    head: [u8; 256],
+    tail: [u8; 256],
+    next: [u16; WINDOW],
+}
+
+impl Default for Stages {
+    fn default() -> Self {
+        Stages {
+            pending: [0; 4],
+            head: [0; 256],
+            tail: [0; 256],
+            next: [END; WINDOW],
+        }
+    }
+}
+
+impl Stages {
+    /// Queues packet `i` at `table` (after the packets already there).
+    #[inline(always)]
+    fn push(&mut self, table: u8, i: u8) {
+        let t = usize::from(table);
+        let bit = 1u64 << (t & 63);
+        let word = &mut self.pending[t >> 6];
+        if *word & bit == 0 {
+            *word |= bit;
+            self.head[t] = i;
+        } else {
+            self.next[usize::from(self.tail[t])] = u16::from(i);
+        }
+        self.tail[t] = i;
+        self.next[usize::from(i)] = END;
+    }
+
+    /// The lowest table with waiting packets, its packets moved into `sel`.
+    #[inline(always)]
+    fn pop(&mut self, sel: &mut Vec<u8>) -> Option<u8> {
+        let w = self.pending.iter().position(|w| *w != 0)?;
+        let word = self.pending.get_mut(w)?;
+        let t = (w * 64) as u8 + word.trailing_zeros() as u8;
+        *word &= *word - 1;
+        sel.clear();
+        let mut i = u16::from(self.head[usize::from(t)]);
+        while let Ok(p) = u8::try_from(i) {
+            sel.push(p);
+            i = self.next[usize::from(p)];
+        }
+        Some(t)
+    }
+}
+
+/// Where a packet is in the pipeline, for packet-ins and port checks.
+#[derive(Clone, Copy, Debug)]
+struct Meta {
+    in_port: u32,
+    table: u8,
+    flow: Option<FlowId>,
+    table_miss: bool,
+    queue: Option<u32>,
+}
+
+impl Meta {
+    /// A packet that matched `entry` in `table`.
+    #[inline(always)]
+    fn of_entry(key: &FlowKey, entry: &crate::state::FlowEntry, table: u8) -> Self {
+        Meta {
+            in_port: key.in_port,
+            table,
+            flow: Some(entry.id),
+            table_miss: entry.table_miss,
+            queue: None,
+        }
+    }
+
+    /// A packet handled without a flow entry (packet-out, fail-standalone NORMAL).
+    fn outside_tables(in_port: u32) -> Self {
+        Meta {
+            in_port,
+            table: 0,
+            flow: None,
+            table_miss: false,
+            queue: None,
+        }
+    }
+}
+
+/// What the rest of the pipeline should do with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Continue,
+    Drop,
+}
+
+/// Everything action execution needs besides the packet itself.
+struct Env<'a, S> {
+    state: &'a State,
+    shared: &'a Shared,
+    lease: &'a ShardLease,
+    now: u64,
+    sink: &'a mut S,
+    pool: &'a mut Vec<Vec<u8>>,
+    drops: &'a mut Drops,
+    parse: &'a mut ParseStats,
+    depth: u8,
+}
+
+fn flush(shared: &Shared, drops: &mut Drops) {
+    let d = &shared.drops;
+    for (counter, n) in [
+        (&d.malformed, drops.malformed),
+        (&d.no_match, drops.no_match),
+        (&d.invalid_ttl, drops.invalid_ttl),
+        (&d.meter, drops.meter),
+        (&d.insp_failed, drops.insp_failed),
+        (&d.other, drops.other),
+    ] {
+        if n != 0 {
+            counter.fetch_add(n, Relaxed);
+        }
+    }
+    *drops = Drops::default();
+}
+
+static ZERO_WORDS: Words = [0; crate::key::KEY_WORDS];
+
+/// Runs a batch through the pipeline.
+#[inline(never)]
+pub(crate) fn process<S: PacketSink>(
+    state: &State,
+    shared: &Shared,
+    lease: &ShardLease,
+    scratch: &mut Scratch,
+    now: u64,
+    batch: &mut PacketBatch,
+    sink: &mut S,
+) {
+    let mut base = 0;
+    while base < batch.len() {
+        let n = (batch.len() - base).min(WINDOW);
+        process_window(state, shared, lease, scratch, now, batch, base, n, sink);
+        base += n;
+    }
+    flush(shared, &mut scratch.drops);
+}
+
+/// Runs packets `base..base + n` (at most [`WINDOW`]) of a batch through the pipeline.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn process_window<S: PacketSink>(
+    state: &State,
+    shared: &Shared,
+    lease: &ShardLease,
+    scratch: &mut Scratch,
+    now: u64,
+    batch: &mut PacketBatch,
+    base: usize,
+    n: usize,
+    sink: &mut S,
+) {
+    let depth = state.parse_depth();
+    let Scratch {
+        pkts,
+        sets,
+        stages,
+        sel,
+        slots,
+        lookup,
+        parse,
+        pool,
+        drops,
+    } = scratch;
+
+    let mut intake = Intake::new(state, lease);
+    for (w, (slot, buf)) in batch.slots_mut().skip(base).take(n).enumerate() {
+        let i = w as u8;
+        let p = &mut pkts[usize::from(i)];
+        let (start, len) = (slot.start as usize, slot.len as usize);
+        let frame = buf.get(start..start + len).unwrap_or(&[]);
+        if !intake.admit(drops, parse, slot.in_port, frame, depth, &mut p.key) {
+            continue;
+        }
+        sets[usize::from(i)].clear();
+        p.start = slot.start;
+        p.len = slot.len;
+        stages.push(0, i);
+    }
+
+    let mut env = Env {
+        state,
+        shared,
+        lease,
+        now,
+        sink,
+        pool,
+        drops,
+        parse,
+        depth: MAX_DEPTH,
+    };
+    while let Some(table_id) = stages.pop(sel) {
+        let Some(table) = state.table(table_id) else {
+            env.drops.other += sel.len() as u64;
+            continue;
+        };
+        let pkts = &mut **pkts;
+        table.lookup_batch(
+            sel.len(),
+            |k| {
+                sel.get(k)
+                    .map_or(&ZERO_WORDS, |&i| pkts[usize::from(i)].key.words())
+            },
+            slots,
+            lookup,
+        );
+        let hits = slots.get(..sel.len()).unwrap_or(&[]);
+        if table.len() > PREFETCH_ABOVE {
+            // Large table: start loading every matched entry, then its counters, before
+            // touching any, so their cache misses overlap.
+            for &s in hits {
+                table.prefetch_rule(s);
+            }
+            for &s in hits {
+                if let Some(rule) = table.rule(s) {
+                    crate::classifier::hash::prefetch_read(&*rule.payload.counters);
+                }
+            }
+        }
+        let mut matched = 0u64;
+        for (&i, &s) in sel.iter().zip(hits) {
+            let Some(rule) = table.rule(s) else {
+                env.drops.no_match += 1;
+                continue;
+            };
+            matched += 1;
+            let p = &mut pkts[usize::from(i)];
+            let entry = &rule.payload;
+            entry.counters.hit(lease, u64::from(p.len), now);
+            let program = &entry.program;
+            let next = if program.flags & flag::GOTO_ONLY != 0 {
+                program.goto()
+            } else {
+                let Some(buf) = batch.slot_buffer_mut(base + usize::from(i)) else {
+                    continue;
+                };
+                let mut frame = Frame {
+                    buf,
+                    start: p.start as usize,
+                    len: p.len as usize,
+                };
+                let set = &mut sets[usize::from(i)];
+                let next = exec::run_entry(&mut env, &mut frame, &mut p.key, set, entry, table_id);
+                p.start = frame.start as u32;
+                p.len = frame.len as u32;
+                next
+            };
+            if let Some(g) = next.filter(|g| *g > table_id) {
+                stages.push(g, i);
+            }
+        }
+        if let Some(c) = shared.tables.get(usize::from(table_id)) {
+            c.add(lease, sel.len() as u64, matched);
+        }
+    }
+}
+
+/// Intake of received frames: counts each on its port (remembering the previous packet's
+/// port, as a batch usually comes from one), refuses it when the port does not receive,
+/// parses it and applies the fragment policy.
+struct Intake<'s> {
+    state: &'s State,
+    lease: &'s ShardLease,
+    last: Option<(u32, Option<&'s PortEntry>)>,
+}
+
+impl<'s> Intake<'s> {
+    fn new(state: &'s State, lease: &'s ShardLease) -> Self {
+        Intake {
+            state,
+            lease,
+            last: None,
+        }
+    }
+
+    /// False: the frame is dropped (and counted).
+    #[inline(always)]
+    fn admit(
+        &mut self,
+        drops: &mut Drops,
+        parse: &mut ParseStats,
+        in_port: u32,
+        frame: &[u8],
+        depth: ParseDepth,
+        key: &mut FlowKey,
+    ) -> bool {
+        let port = match self.last {
+            Some((p, e)) if p == in_port => e,
+            _ => {
+                let e = self.state.ports.get(in_port);
+                self.last = Some((in_port, e));
+                e
+            }
+        };
+        let len = frame.len() as u64;
+        if let Some(port) = port {
+            port.counters.rx.add(self.lease, 1, len);
+            if port.info.config.no_recv || port.info.config.down {
+                port.counters.rx_dropped.add(self.lease, 1, len);
+                drops.other += 1;
+                return false;
+            }
+        }
+        let outcome = parse_to(frame, in_port, depth, key);
+        parse.record(outcome);
+        if outcome.is_err() {
+            drops.malformed += 1;
+            return false;
+        }
+        let dropped_fragment = self.state.config.frag == FragHandling::Drop
+            && key.layout.frag & frag::IS_FRAGMENT != 0;
+        if dropped_fragment {
+            drops.other += 1;
+        }
+        !dropped_fragment
+    }
+}
