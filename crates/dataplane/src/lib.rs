@@ -8,7 +8,8 @@
 //!   table's contents; keyed hashing; no traffic-learned masks).
 //! - Pipeline (private): tables stage by stage over a batch, compiled flow programs, the action
 //!   set in spec order, groups, meters, InSP, NORMAL, packet-in/out.
-//! - Parts: [`parse`], [`checksum`], [`meter`], [`normal`], [`buffers`], [`template`].
+//! - Parts: [`parse`], [`checksum`], [`meter`], [`normal`], [`buffers`], [`template`];
+//!   [`hugepages`], the allocator binaries install so large tables get 2 MiB pages.
 //!
 //! The hot path never allocates per packet (all scratch is preallocated per reader) and never
 //! panics: every packet offset is checked against the frame.
@@ -20,6 +21,7 @@ pub mod classifier;
 pub mod counters;
 pub mod datapath;
 mod group;
+pub mod hugepages;
 pub mod ir;
 pub mod key;
 pub mod meter;

@@ -120,12 +120,6 @@ pub(crate) fn action_set_order(actions: &[Action]) -> Vec<Action> {
     out
 }
 
-#[derive(Clone, Debug)]
-enum Store {
-    Inline([Op; INLINE]),
-    Heap(Arc<[Op]>),
-}
-
 /// The InSP instruction's parameters.
 #[derive(Clone, Debug)]
 pub(crate) struct InspStep {
@@ -136,6 +130,8 @@ pub(crate) struct InspStep {
 /// The parts of a program most entries lack, behind one pointer.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Rare {
+    /// All the ops, when there are more than fit inline.
+    ops: Box<[Op]>,
     /// Actions without a specialised op, referred to by [`Op::Slow`].
     pub slow: Box<[Action]>,
     pub insp: Option<InspStep>,
@@ -158,6 +154,7 @@ pub(crate) const NO_GOTO: u8 = u8::MAX;
 
 /// Compiled instructions, executed in the order of OpenFlow 1.3 section 5.9: meter,
 /// apply-actions, (InSP), clear-actions, write-actions, write-metadata, goto-table.
+/// Everything a packet reads of a usual program lies in its first 52 bytes.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub(crate) struct Program {
@@ -166,11 +163,19 @@ pub(crate) struct Program {
     pub goto: u8,
     apply_len: u16,
     write_len: u16,
+    /// The ops did not fit inline: they are in `rare`.
+    spilled: bool,
+    /// The entry is a table-miss entry (priority 0, match-all), so a CONTROLLER output
+    /// reports `NO_MATCH`. Set by the datapath from the entry's match; kept here, in the
+    /// rule's first cache line, beside what a packet reads anyway.
+    pub table_miss: bool,
     pub meter: u32,
-    /// Apply-Actions followed by Write-Actions (sorted in action-set order).
-    store: Store,
+    /// Apply-Actions followed by Write-Actions (sorted in action-set order), when they fit.
+    inline: [Op; INLINE],
     rare: Option<Arc<Rare>>,
 }
+
+const _: () = assert!(core::mem::size_of::<Program>() == 64);
 
 /// Collects ops inline while they fit, on the heap beyond (no allocation for short programs:
 /// compiling runs once per flow-mod).
@@ -201,14 +206,6 @@ impl OpBuf {
         self.heap.push(op);
         self.len += 1;
     }
-
-    fn into_store(self) -> Store {
-        if self.heap.is_empty() {
-            Store::Inline(self.inline)
-        } else {
-            Store::Heap(self.heap.into())
-        }
-    }
 }
 
 impl Program {
@@ -218,8 +215,10 @@ impl Program {
             goto: NO_GOTO,
             apply_len: 0,
             write_len: 0,
+            spilled: false,
+            table_miss: false,
             meter: 0,
-            store: Store::Inline([Op::DecNwTtl; INLINE]),
+            inline: [Op::DecNwTtl; INLINE],
             rare: None,
         };
         let mut rare = Rare::default();
@@ -276,19 +275,24 @@ impl Program {
         if p.goto != NO_GOTO && ops.len == 0 && p.flags == 0 {
             p.flags = flag::GOTO_ONLY;
         }
+        p.inline = ops.inline;
+        if !ops.heap.is_empty() {
+            p.spilled = true;
+            rare.ops = ops.heap.into();
+        }
         rare.slow = slow.into();
-        if !rare.slow.is_empty() || rare.insp.is_some() || rare.metadata.is_some() {
+        let needed = p.spilled || !rare.slow.is_empty() || rare.insp.is_some();
+        if needed || rare.metadata.is_some() {
             p.rare = Some(Arc::new(rare));
         }
-        p.store = ops.into_store();
         p
     }
 
     #[inline(always)]
     fn all(&self) -> &[Op] {
-        match &self.store {
-            Store::Inline(a) => a,
-            Store::Heap(a) => a,
+        match &self.rare {
+            Some(rare) if self.spilled => &rare.ops,
+            _ => &self.inline,
         }
     }
 

@@ -13,15 +13,15 @@ use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// What a classifier match returns; `repr(C)` keeps the per-packet fields in front.
+/// What a classifier match returns; `repr(C)` keeps the per-packet fields in front: the
+/// counters pointer and the program's header and inline ops share the rule's first cache
+/// line.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub(crate) struct FlowEntry {
     pub counters: Arc<FlowCounters>,
-    pub id: FlowId,
-    /// Priority 0 and match-all: a CONTROLLER output reports `NO_MATCH`.
-    pub table_miss: bool,
     pub program: Program,
+    pub id: FlowId,
     /// Parse depth the match needs (actions parse deeper on demand).
     pub depth: ParseDepth,
 }
@@ -185,11 +185,12 @@ impl Update {
             counters,
         }) = self
         {
+            let mut program = Program::compile(instructions);
+            program.table_miss = *priority == 0 && match_.mask.words().iter().all(|w| *w == 0);
             let entry = FlowEntry {
                 id: *id,
-                program: Program::compile(instructions),
+                program,
                 counters: Arc::clone(counters),
-                table_miss: *priority == 0 && match_.mask.words().iter().all(|w| *w == 0),
                 depth: match_.parse_depth(),
             };
             *self = Update::Insert {
@@ -325,7 +326,9 @@ impl State {
                     .get_mut(usize::from(*table))
                     .and_then(|t| t.payload_mut(id.0))
                 {
+                    let table_miss = e.program.table_miss;
                     e.program = Program::compile(instructions);
+                    e.program.table_miss = table_miss;
                 }
             }
             Op::SetGroup { id, group } => {

@@ -18,6 +18,10 @@ use dataplane::datapath::DatapathConfig;
 use ports::{PcapWriter, TimestampPrecision};
 use switch_core::{Switch, SwitchSettings};
 
+/// Large flow tables on 2 MiB pages (see `dataplane::hugepages`).
+#[global_allocator]
+static ALLOC: dataplane::hugepages::HugePageAlloc = dataplane::hugepages::HugePageAlloc;
+
 fn main() -> ExitCode {
     let settings = match Settings::from_cli(config::Cli::parse()) {
         Ok(settings) => settings,

@@ -51,10 +51,11 @@ pub enum Kind {
     TupleSpace,
 }
 
-/// One installed rule. `repr(C)` with the payload first: a matched packet touches the
-/// payload's first lines only (the key words are compared from the index entry).
+/// One installed rule. `repr(C)` with the payload first and line-aligned: a matched packet
+/// touches the payload's first line only (the key words are compared from the index entry
+/// and the key array).
 #[derive(Clone, Debug)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct Rule<P> {
     pub payload: P,
     pub id: u64,
@@ -257,13 +258,11 @@ impl<P> Classifier<P> {
         self.by_mask.len()
     }
 
-    /// Hints the CPU to load the start of the rule in `slot` (its payload's hot part).
+    /// Hints the CPU to load the first line of the rule in `slot` (its payload's hot part).
     #[inline(always)]
     pub fn prefetch_rule(&self, slot: u32) {
         if let Some(r) = self.rules.get(slot as usize) {
-            let start = core::ptr::from_ref(r).cast::<u8>();
-            hash::prefetch_ptr(start);
-            hash::prefetch_ptr(start.wrapping_add(64));
+            hash::prefetch_read(r);
         }
     }
 

@@ -14,13 +14,13 @@ pub(crate) use single::{packet_out, process_normal};
 
 use crate::actions::{ActionSet, Frame};
 use crate::batch::{PacketBatch, PacketSink};
-use crate::classifier::{LookupScratch, Words, NO_RULE};
+use crate::classifier::{Classifier, LookupScratch, Words, NO_RULE};
 use crate::counters::ShardLease;
 use crate::datapath::{FlowId, FragHandling, Shared};
 use crate::key::{frag, FlowKey, ParseDepth};
 use crate::parse::{parse_to, ParseStats};
 use crate::program::flag;
-use crate::state::{PortEntry, State};
+use crate::state::{FlowEntry, PortEntry, State};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Headroom of the copy buffers (group buckets, packet-out, InSP).
@@ -162,25 +162,24 @@ impl Stages {
     }
 }
 
-/// Where a packet is in the pipeline, for packet-ins and port checks.
+/// Where a packet is in the pipeline, for packet-ins and port checks. The entry's id is read
+/// only for a packet-in (it lies outside the rule's hot line).
 #[derive(Clone, Copy, Debug)]
-struct Meta {
+struct Meta<'e> {
     in_port: u32,
     table: u8,
-    flow: Option<FlowId>,
-    table_miss: bool,
+    entry: Option<&'e FlowEntry>,
     queue: Option<u32>,
 }
 
-impl Meta {
+impl<'e> Meta<'e> {
     /// A packet that matched `entry` in `table`.
     #[inline(always)]
-    fn of_entry(key: &FlowKey, entry: &crate::state::FlowEntry, table: u8) -> Self {
+    fn of_entry(key: &FlowKey, entry: &'e FlowEntry, table: u8) -> Self {
         Meta {
             in_port: key.in_port,
             table,
-            flow: Some(entry.id),
-            table_miss: entry.table_miss,
+            entry: Some(entry),
             queue: None,
         }
     }
@@ -190,10 +189,19 @@ impl Meta {
         Meta {
             in_port,
             table: 0,
-            flow: None,
-            table_miss: false,
+            entry: None,
             queue: None,
         }
+    }
+
+    /// The entry whose action sent the packet (for its packet-in).
+    fn flow(&self) -> Option<FlowId> {
+        self.entry.map(|e| e.id)
+    }
+
+    /// Whether the packet is at a table-miss entry (its packet-in reports NO_MATCH).
+    fn table_miss(&self) -> bool {
+        self.entry.is_some_and(|e| e.program.table_miss)
     }
 }
 
@@ -325,20 +333,25 @@ fn process_window<S: PacketSink>(
             lookup,
         );
         let hits = slots.get(..sel.len()).unwrap_or(&[]);
-        if table.len() > PREFETCH_ABOVE {
-            // Large table: start loading every matched entry, then its counters, before
-            // touching any, so their cache misses overlap.
+        let large = table.len() > PREFETCH_ABOVE;
+        if large {
+            // Large table: start loading every matched rule before touching any, so their
+            // cache misses overlap; counters follow a few packets ahead (their address is in
+            // the rule).
             for &s in hits {
                 table.prefetch_rule(s);
             }
-            for &s in hits {
-                if let Some(rule) = table.rule(s) {
-                    crate::classifier::hash::prefetch_read(&*rule.payload.counters);
-                }
+            for &s in hits.iter().take(COUNTERS_AHEAD) {
+                prefetch_counters(table, s);
             }
         }
         let mut matched = 0u64;
-        for (&i, &s) in sel.iter().zip(hits) {
+        for (k, (&i, &s)) in sel.iter().zip(hits).enumerate() {
+            if large {
+                if let Some(&ahead) = hits.get(k + COUNTERS_AHEAD) {
+                    prefetch_counters(table, ahead);
+                }
+            }
             let Some(rule) = table.rule(s) else {
                 env.drops.no_match += 1;
                 continue;
@@ -372,6 +385,18 @@ fn process_window<S: PacketSink>(
         if let Some(c) = shared.tables.get(usize::from(table_id)) {
             c.add(lease, sel.len() as u64, matched);
         }
+    }
+}
+
+/// How many packets ahead of the one being run the counters of a large table's matched
+/// rules are prefetched.
+const COUNTERS_AHEAD: usize = 6;
+
+/// Hints the CPU to load the counters of the rule in `slot`.
+#[inline(always)]
+fn prefetch_counters(table: &Classifier<FlowEntry>, slot: u32) {
+    if let Some(rule) = table.rule(slot) {
+        crate::classifier::hash::prefetch_read(&*rule.payload.counters);
     }
 }
 

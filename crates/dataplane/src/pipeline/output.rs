@@ -54,7 +54,7 @@ pub(super) fn output<S: PacketSink>(
             }
         }
         port::CONTROLLER => {
-            let reason = if meta.table_miss {
+            let reason = if meta.table_miss() {
                 PacketInReason::NoMatch
             } else {
                 PacketInReason::Action
@@ -100,7 +100,7 @@ pub(super) fn packet_in<S: PacketSink>(
     let ev = PacketInEvent {
         reason,
         table_id: meta.table,
-        flow: meta.flow,
+        flow: meta.flow(),
         buffer_id,
         total_len: u16::try_from(frame.len()).unwrap_or(u16::MAX),
         in_port: meta.in_port,

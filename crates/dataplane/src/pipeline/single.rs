@@ -134,8 +134,7 @@ pub(super) fn insp<S: PacketSink>(
             let mut gen_key = FlowKey::default();
             let _ = parse_to(frame.bytes(), key.in_port, ParseDepth::L4, &mut gen_key);
             let mut gen_meta = Meta {
-                flow: None,
-                table_miss: false,
+                entry: None,
                 queue: None,
                 ..*meta
             };
