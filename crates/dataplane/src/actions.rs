@@ -5,106 +5,9 @@
 //! against the frame, and leaves the packet untouched when the header it needs is absent.
 
 use crate::checksum::{self, udp_fixup, update16, update32, update_bytes};
+pub(crate) use crate::frame::Frame;
 use crate::ir::Action;
 use crate::key::{frag, Field, FieldValue, FlowKey, ParseDepth, NO_OFFSET};
-
-/// A frame inside a buffer with headroom in front of it.
-#[derive(Debug)]
-pub(crate) struct Frame<'b> {
-    pub buf: &'b mut [u8],
-    pub start: usize,
-    pub len: usize,
-}
-
-impl Frame<'_> {
-    #[inline(always)]
-    pub fn bytes(&self) -> &[u8] {
-        self.buf
-            .get(self.start..self.start + self.len)
-            .unwrap_or(&[])
-    }
-
-    #[inline(always)]
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        self.buf
-            .get_mut(self.start..self.start + self.len)
-            .unwrap_or(&mut [])
-    }
-
-    fn get<const N: usize>(&self, at: u16) -> Option<[u8; N]> {
-        if at == NO_OFFSET {
-            return None;
-        }
-        self.get_at(usize::from(at))
-    }
-
-    fn get_at<const N: usize>(&self, at: usize) -> Option<[u8; N]> {
-        self.bytes().get(at..at + N).and_then(|s| s.try_into().ok())
-    }
-
-    fn put(&mut self, at: usize, data: &[u8]) -> bool {
-        match self.bytes_mut().get_mut(at..at + data.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(data);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// Writes a MAC address at `at` (0 = destination, 6 = source).
-    #[inline(always)]
-    pub fn put_mac(&mut self, at: usize, mac: [u8; 6]) {
-        self.put(at, &mac);
-    }
-
-    fn get16(&self, at: usize) -> Option<u16> {
-        self.bytes()
-            .get(at..at + 2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    /// Opens `n` bytes at offset `at` by moving the first `at` bytes into the headroom.
-    fn insert_gap(&mut self, at: usize, n: usize) -> bool {
-        if self.start < n || at > self.len {
-            return false;
-        }
-        self.buf
-            .copy_within(self.start..self.start + at, self.start - n);
-        self.start -= n;
-        self.len += n;
-        true
-    }
-
-    /// Removes `n` bytes at offset `at` by moving the first `at` bytes forward.
-    fn remove_gap(&mut self, at: usize, n: usize) -> bool {
-        if at + n > self.len {
-            return false;
-        }
-        self.buf
-            .copy_within(self.start..self.start + at, self.start + n);
-        self.start += n;
-        self.len -= n;
-        true
-    }
-
-    /// Zero-pads a frame that a pop left shorter than the Ethernet minimum back to it, as a
-    /// NIC pads on transmit (virtual links such as veth do not, and a receiver compares the
-    /// padded frame).
-    fn pad_to_minimum(&mut self) {
-        if self.len >= ETH_MIN_FRAME {
-            return;
-        }
-        let end = self.start + self.len;
-        if let Some(pad) = self.buf.get_mut(end..self.start + ETH_MIN_FRAME) {
-            pad.fill(0);
-            self.len = ETH_MIN_FRAME;
-        }
-    }
-}
-
-/// Shortest Ethernet frame without its FCS.
-const ETH_MIN_FRAME: usize = 60;
 
 /// Parses the frame down to `depth` if the key has not been parsed that deep yet (the
 /// pipeline parses only as deep as its matches need; actions go deeper on demand).
@@ -232,7 +135,7 @@ fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u16) {
 
 /// The SCTP packet (common header and chunks) inside the IP packet, without Ethernet padding.
 fn sctp_packet<'f>(frame: &'f Frame<'_>, key: &FlowKey, l4: usize) -> Option<&'f [u8]> {
-    let end = off(key.layout.l3_end).unwrap_or(frame.len);
+    let end = off(key.layout.l3_end).unwrap_or(frame.len());
     frame.bytes().get(l4..end)
 }
 
@@ -289,7 +192,7 @@ fn nd_option(frame: &Frame<'_>, key: &FlowKey, kind: u8) -> Option<usize> {
     let l4 = off(key.layout.l4)?;
     let mut at = l4 + 24;
     for _ in 0..16 {
-        let [t, len] = frame.get::<2>(u16::try_from(at).ok()?)?;
+        let [t, len] = frame.get_at::<2>(at)?;
         if len == 0 {
             return None;
         }
@@ -400,7 +303,7 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
         Field::Ipv6Src | Field::Ipv6Dst if ipv6 => {
             let Some(l3) = l3 else { return };
             let at = l3 + if field == Field::Ipv6Src { 8 } else { 24 };
-            let Some(old) = frame.get::<16>(at as u16) else {
+            let Some(old) = frame.get_at::<16>(at) else {
                 return;
             };
             let new = value.to_ipv6();
@@ -409,7 +312,7 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
         }
         Field::Ipv6Flabel if ipv6 => {
             let Some(l3) = l3 else { return };
-            let Some(old) = frame.get::<4>(l3 as u16) else {
+            let Some(old) = frame.get_at::<4>(l3) else {
                 return;
             };
             let word = (u32::from_be_bytes(old) & 0xfff0_0000) | (v as u32 & 0x000f_ffff);
@@ -430,7 +333,7 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             let Some(m) = off(key.layout.mpls) else {
                 return;
             };
-            let Some(lse) = frame.get::<4>(m as u16) else {
+            let Some(lse) = frame.get_at::<4>(m) else {
                 return;
             };
             let lse = u32::from_be_bytes(lse);
@@ -568,7 +471,7 @@ pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16
     let Some(et) = off(key.layout.eth_type) else {
         return false;
     };
-    let lse = match off(key.layout.mpls).and_then(|m| frame.get::<4>(m as u16)) {
+    let lse = match off(key.layout.mpls).and_then(|m| frame.get_at::<4>(m)) {
         Some(top) => u32::from_be_bytes(top) & !(1 << 8),
         // A first label takes the IP TTL; without an IP header the TTL, like every field
         // with nothing to copy from, starts at zero (OpenFlow 1.3 section 5.12.1; Open
@@ -625,12 +528,9 @@ pub(crate) fn pop_pbb(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
     let Some(p) = off(key.layout.pbb) else {
         return false;
     };
-    let n = p + 4;
-    if n > frame.len {
+    if !frame.remove_front(p + 4) {
         return false;
     }
-    frame.start += n;
-    frame.len -= n;
     frame.pad_to_minimum();
     reparse(frame, key);
     true
@@ -647,9 +547,14 @@ fn ip_ttl_at(key: &FlowKey) -> Option<(usize, bool)> {
 }
 
 fn write_ip_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
-    let Some((at, v4)) = ip_ttl_at(key) else {
-        return;
-    };
+    if let Some(at) = ip_ttl_at(key) {
+        write_ttl_at(frame, key, at, ttl);
+    }
+}
+
+/// Writes the IP TTL at `at` (from [`ip_ttl_at`]), fixing the IPv4 header checksum.
+#[inline(always)]
+fn write_ttl_at(frame: &mut Frame<'_>, key: &mut FlowKey, (at, v4): (usize, bool), ttl: u8) {
     if v4 {
         // TTL and protocol form one 16-bit word of the header; the checksum follows it.
         let Some(h) = frame
@@ -674,16 +579,18 @@ pub(crate) fn set_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
     write_ip_ttl(frame, key, ttl);
 }
 
+/// Decrements the IP TTL (inlined: it is the routing action).
+#[inline(always)]
 pub(crate) fn dec_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey) -> Result<(), InvalidTtl> {
     ensure_depth(frame, key, ParseDepth::L3);
-    if ip_ttl_at(key).is_none() {
+    let Some(at) = ip_ttl_at(key) else {
         return Ok(());
-    }
+    };
     let ttl = key.layout.ip_ttl;
     if ttl <= 1 {
         return Err(InvalidTtl);
     }
-    write_ip_ttl(frame, key, ttl - 1);
+    write_ttl_at(frame, key, at, ttl - 1);
     Ok(())
 }
 

@@ -166,14 +166,10 @@ impl PacketBatch {
         Some((s.in_port, frame))
     }
 
-    /// Every packet's slot description and slot buffer (headroom included), in order.
-    pub(crate) fn slots_mut(&mut self) -> impl Iterator<Item = (Slot, &mut [u8])> {
-        let n = self.count;
-        self.slots
-            .iter()
-            .take(n)
-            .copied()
-            .zip(self.data.chunks_exact_mut(self.slot_size))
+    /// Where the `i`th packet lives.
+    #[inline(always)]
+    pub(crate) fn slot(&self, i: usize) -> Option<Slot> {
+        self.slots.get(..self.count)?.get(i).copied()
     }
 
     /// The whole buffer of slot `i` (headroom included).

@@ -20,6 +20,7 @@ pub mod checksum;
 pub mod classifier;
 pub mod counters;
 pub mod datapath;
+mod frame;
 mod group;
 pub mod hugepages;
 pub mod ir;

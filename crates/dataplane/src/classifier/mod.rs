@@ -35,6 +35,9 @@ pub use subtable::Words;
 
 /// Subtables with at most this many index entries are probed without a prefetch pass.
 const CACHED_INDEX: usize = 1024;
+/// Tables with more rules than this are looked up in batches with prefetching (their index
+/// and rules do not stay in cache); smaller ones one packet at a time.
+const LARGE: usize = 2048;
 
 /// The key of a packet that matters to no field (probing a match-all subtable).
 static ZERO: Words = [0; KEY_WORDS];
@@ -96,6 +99,23 @@ impl Fallback {
         slot: NO_RULE,
         priority: -1,
     };
+
+    /// The slot a tuple probe ends at: a hit of at least the catch-all's priority wins (ties
+    /// go to the tuple, the first step of the probe order).
+    #[inline(always)]
+    fn pick(self, hit: Option<&hash::IndexEntry>) -> u32 {
+        match hit {
+            Some(e) if i32::from(e.priority) >= self.priority => e.slot,
+            _ => self.slot,
+        }
+    }
+
+    /// Whether a route of this priority beats the catch-all (one at priority 0 loses to
+    /// every route, so the route's priority is not even needed).
+    #[inline(always)]
+    fn loses_to(self, route_priority: Option<u16>) -> bool {
+        self.priority <= 0 || route_priority.is_some_and(|p| i32::from(p) >= self.priority)
+    }
 }
 
 /// How [`Classifier::lookup_batch`] classifies the table's current contents.
@@ -145,37 +165,92 @@ impl<'s> Tuple<'s> {
         })
     }
 
-    /// A probe of a one-word mask: the index entry holds the whole masked key.
+    /// The masked words of `key` under a mask of exactly `L` words, and their hash.
     #[inline(always)]
-    fn find_one(&self, lane: hash::Lane, key: &Words) -> Option<&'s hash::IndexEntry> {
-        let w = key.get(lane.at).copied().unwrap_or(0) & lane.mask;
-        self.index
-            .find(lane.mix(self.sub.seed().a(), w), w, |_| true)
+    fn masked<const L: usize>(&self, lanes: &[hash::Lane; L], key: &Words) -> ([u64; L], u64) {
+        let seed = self.sub.seed();
+        let mut words = [0u64; L];
+        let mut h = seed.a();
+        for (w, l) in words.iter_mut().zip(lanes) {
+            *w = key.get(l.at).copied().unwrap_or(0) & l.mask;
+            h = l.mix(h, *w);
+        }
+        (words, seed.finish(h))
     }
 
-    /// A probe of a mask of exactly `L` words (unrolled).
+    /// The entry for masked words of a mask of exactly `L` words (unrolled): the index entry
+    /// holds the first word, the rule keys the rest (a one-word mask never reads them).
+    #[inline(always)]
+    fn find_words<const L: usize>(
+        &self,
+        lanes: &[hash::Lane; L],
+        words: &[u64; L],
+        h: u64,
+    ) -> Option<&'s hash::IndexEntry> {
+        let keys = self.keys;
+        self.index.find(h, words[0], |s| {
+            L == 1
+                || rule_key(keys, s).is_some_and(|r| {
+                    words
+                        .iter()
+                        .zip(lanes)
+                        .skip(1)
+                        .all(|(w, l)| r.get(l.at) == Some(w))
+                })
+        })
+    }
+
+    /// A probe, unrolled for masks of up to four words.
+    #[inline(always)]
+    fn find_any(&self, key: &Words) -> Option<&'s hash::IndexEntry> {
+        match *self.sub.lanes() {
+            [a] => self.find_fixed(&[a], key),
+            [a, b] => self.find_fixed(&[a, b], key),
+            [a, b, c] => self.find_fixed(&[a, b, c], key),
+            [a, b, c, d] => self.find_fixed(&[a, b, c, d], key),
+            _ => self.find(key),
+        }
+    }
+
+    /// A probe of a mask of exactly `L` words.
     #[inline(always)]
     fn find_fixed<const L: usize>(
         &self,
         lanes: &[hash::Lane; L],
         key: &Words,
     ) -> Option<&'s hash::IndexEntry> {
-        let mut words = [0u64; L];
-        let mut h = self.sub.seed().a();
-        for (w, l) in words.iter_mut().zip(lanes) {
-            *w = key.get(l.at).copied().unwrap_or(0) & l.mask;
-            h = l.mix(h, *w);
+        let (words, h) = self.masked(lanes, key);
+        self.find_words(lanes, &words, h)
+    }
+
+    /// Classifies every key against this tuple alone; `hashes` (when given) turns on the
+    /// two-pass probe with prefetching.
+    #[inline(always)]
+    fn probe_all<'k, const L: usize>(
+        &self,
+        lanes: &[hash::Lane; L],
+        key: &impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        hashes: Option<&mut [u64]>,
+        pick: impl Fn(Option<&hash::IndexEntry>) -> u32,
+    ) {
+        match hashes {
+            None => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = pick(self.find_fixed(lanes, key(i)));
+                }
+            }
+            Some(hashes) => {
+                for (i, h) in hashes.iter_mut().enumerate() {
+                    *h = self.masked(lanes, key(i)).1;
+                    self.index.prefetch(*h);
+                }
+                for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
+                    let (words, _) = self.masked(lanes, key(i));
+                    *o = pick(self.find_words(lanes, &words, *h));
+                }
+            }
         }
-        let keys = self.keys;
-        self.index.find(h, words[0], |s| {
-            rule_key(keys, s).is_some_and(|r| {
-                words
-                    .iter()
-                    .zip(lanes)
-                    .skip(1)
-                    .all(|(w, l)| r.get(l.at) == Some(w))
-            })
-        })
     }
 }
 
@@ -498,23 +573,25 @@ impl<P> Classifier<P> {
                 break;
             }
             let found = match *step {
-                Step::Subtable { id, .. } => self.probe(id, key),
-                Step::Lpm { .. } => self.lpm.as_ref().and_then(|p| p.lookup(key)),
+                Step::Subtable { id, .. } => self
+                    .subtables
+                    .get(id as usize)
+                    .and_then(Option::as_ref)
+                    .and_then(|sub| self.tuple(sub).find_any(key))
+                    .map(|e| (e.priority, e.slot)),
+                Step::Lpm { .. } => self
+                    .lpm
+                    .as_ref()
+                    .and_then(|p| p.lookup(key))
+                    .map(|slot| (prio_of(&self.rules, slot), slot)),
             };
-            if let Some(slot) = found {
-                let p = self.rule(slot).map_or(0, |r| r.priority);
+            if let Some((p, slot)) = found {
                 if best.is_none_or(|(bp, _)| p > bp) {
                     best = Some((p, slot));
                 }
             }
         }
         best.map(|(_, s)| s)
-    }
-
-    #[inline(always)]
-    fn probe(&self, sub_id: u32, key: &Words) -> Option<u32> {
-        let sub = self.subtables.get(sub_id as usize)?.as_ref()?;
-        self.tuple(sub).find(key).map(|e| e.slot)
     }
 
     /// The probe view of a subtable.
@@ -569,6 +646,36 @@ impl<P> Classifier<P> {
         }
     }
 
+    /// Whether lookups in this table should be batched and prefetched (its index and rules
+    /// do not stay in cache), rather than done one packet at a time.
+    #[inline(always)]
+    pub fn is_large(&self) -> bool {
+        self.by_id.len() > LARGE
+    }
+
+    /// The slot of the rule matching `key`, or [`NO_RULE`]: [`Self::lookup`] specialised to
+    /// the table's plan, for packets classified one at a time.
+    #[inline(always)]
+    pub fn lookup_one(&self, key: &Words) -> u32 {
+        match self.plan {
+            Plan::Empty => NO_RULE,
+            Plan::Tuple { sub, all } => {
+                let Some(Some(sub)) = self.subtables.get(sub as usize) else {
+                    return NO_RULE;
+                };
+                all.pick(self.tuple(sub).find_any(key))
+            }
+            Plan::Routes { all } => {
+                let found = self.lpm.as_ref().and_then(|p| p.lookup(key));
+                match found {
+                    Some(slot) if all.loses_to(self.rule(slot).map(|r| r.priority)) => slot,
+                    _ => all.slot,
+                }
+            }
+            Plan::General => self.lookup(key).unwrap_or(NO_RULE),
+        }
+    }
+
     /// Classifies `n` packets at once: `out[i]` receives the slot for `key(i)` or [`NO_RULE`].
     /// The common shapes (one tuple, a routing family, each above an optional catch-all) take
     /// one probe per packet; large indexes are probed in two passes, hashing and prefetching
@@ -606,39 +713,20 @@ impl<P> Classifier<P> {
         scratch: &mut LookupScratch,
     ) {
         let t = self.tuple(sub);
-        let pick = |e: Option<&hash::IndexEntry>| match e {
-            Some(e) if i32::from(e.priority) >= all.priority => e.slot,
-            _ => all.slot,
-        };
-        if sub.index.len() <= CACHED_INDEX {
-            match sub.lanes() {
-                [l] => {
-                    let l = *l;
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = pick(t.find_one(l, key(i)));
-                    }
-                }
-                [l0, l1] => {
-                    let lanes = [*l0, *l1];
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = pick(t.find_fixed(&lanes, key(i)));
-                    }
-                }
-                _ => {
-                    for (i, o) in out.iter_mut().enumerate() {
-                        *o = pick(t.find(key(i)));
-                    }
+        let pick = |e: Option<&hash::IndexEntry>| all.pick(e);
+        // A large index is probed in two passes (hash and prefetch every packet's bucket,
+        // then probe) so its cache misses overlap; a small one stays in cache.
+        let hashes = (sub.index.len() > CACHED_INDEX).then(|| scratch.hashes(out.len()));
+        match *sub.lanes() {
+            [a] => t.probe_all(&[a], key, out, hashes, pick),
+            [a, b] => t.probe_all(&[a, b], key, out, hashes, pick),
+            [a, b, c] => t.probe_all(&[a, b, c], key, out, hashes, pick),
+            [a, b, c, d] => t.probe_all(&[a, b, c, d], key, out, hashes, pick),
+            _ => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = pick(t.find(key(i)));
                 }
             }
-            return;
-        }
-        let hashes = scratch.hashes(out.len());
-        for (i, h) in hashes.iter_mut().enumerate() {
-            *h = t.hash(key(i));
-            t.index.prefetch(*h);
-        }
-        for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
-            *o = pick(t.find_hashed(*h, key(i)));
         }
     }
 
@@ -658,10 +746,7 @@ impl<P> Classifier<P> {
         };
         let state = scratch.hashes(out.len());
         plan.lookup_batch(out.len(), key, &|_| true, state, |i, slot| {
-            let wins = all.priority <= 0
-                || self
-                    .rule(slot)
-                    .is_some_and(|r| i32::from(r.priority) >= all.priority);
+            let wins = all.loses_to(self.rule(slot).map(|r| r.priority));
             if let (true, Some(o)) = (wins, out.get_mut(i)) {
                 *o = slot;
             }

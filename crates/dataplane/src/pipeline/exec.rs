@@ -10,7 +10,7 @@ use crate::group::{self, Choice};
 use crate::ir::{port, Action};
 use crate::key::{Field, FieldValue, FlowKey, ParseDepth};
 use crate::meter::{increase_drop_precedence, MeterVerdict};
-use crate::program::{flag, op_for, Op};
+use crate::program::{flag, op_for, Op, NO_GOTO};
 use crate::state::FlowEntry;
 
 /// Most buckets one group executes.
@@ -29,6 +29,12 @@ pub(super) fn run_entry<S: PacketSink>(
     table: u8,
 ) -> Option<u8> {
     let program = &entry.program;
+    if program.flags == flag::WRITE && program.goto == NO_GOTO && set.is_empty() {
+        // The last table with Write-Actions only, on an empty set: they run now, in order.
+        let mut meta = Meta::of_entry(key, entry, table);
+        run_sorted(env, frame, key, &mut meta, program.write(), program.slow());
+        return None;
+    }
     if program.flags != 0 {
         return run_entry_full(env, frame, key, set, entry, table);
     }
@@ -118,7 +124,7 @@ fn meter<S: PacketSink>(
     let Some(meter) = env.state.meters.get(id) else {
         return Verdict::Continue;
     };
-    match meter.apply(env.now, frame.len) {
+    match meter.apply(env.now, frame.len()) {
         MeterVerdict::Pass => {}
         MeterVerdict::Drop => {
             env.drops.meter += 1;
@@ -207,6 +213,11 @@ fn apply_op<S: PacketSink>(
         Op::SetEthSrc(mac) => {
             key.eth_src = mac;
             frame.put_mac(6, mac);
+        }
+        Op::DecNwTtl => {
+            if let Err(e) = actions::dec_nw_ttl(frame, key) {
+                return ttl_expired(env, frame, key, meta, e);
+            }
         }
         op => return apply_other(env, frame, key, meta, op, slow, last),
     }
@@ -326,22 +337,32 @@ fn ttl_result<S: PacketSink>(
 ) -> Verdict {
     match r {
         Ok(()) => Verdict::Continue,
-        Err(InvalidTtl) => {
-            env.drops.invalid_ttl += 1;
-            if env.state.config.invalid_ttl_to_controller {
-                let max_len = env.state.config.miss_send_len;
-                packet_in(
-                    env,
-                    frame.bytes(),
-                    key,
-                    meta,
-                    PacketInReason::InvalidTtl,
-                    max_len,
-                );
-            }
-            Verdict::Drop
-        }
+        Err(e) => ttl_expired(env, frame, key, meta, e),
     }
+}
+
+/// A TTL ran out: the packet is dropped, and reported when the switch config asks for it.
+#[inline(never)]
+fn ttl_expired<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &Frame<'_>,
+    key: &FlowKey,
+    meta: &Meta,
+    _: InvalidTtl,
+) -> Verdict {
+    env.drops.invalid_ttl += 1;
+    if env.state.config.invalid_ttl_to_controller {
+        let max_len = env.state.config.miss_send_len;
+        packet_in(
+            env,
+            frame.bytes(),
+            key,
+            meta,
+            PacketInReason::InvalidTtl,
+            max_len,
+        );
+    }
+    Verdict::Drop
 }
 
 fn run_group<S: PacketSink>(
@@ -357,7 +378,7 @@ fn run_group<S: PacketSink>(
         env.drops.other += 1;
         return;
     };
-    let len = frame.len as u64;
+    let len = frame.len() as u64;
     let (first, n) = match entry.kind {
         // The next hop of a route: its one bucket, usually on the packet itself.
         GroupType::Indirect => (0, entry.buckets.len().min(1)),

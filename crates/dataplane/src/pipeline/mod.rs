@@ -29,9 +29,6 @@ const COPY_HEADROOM: usize = crate::batch::DEFAULT_HEADROOM;
 const MAX_DEPTH: u8 = 6;
 /// Copy buffers per reader: one per nesting level plus one.
 const POOL_SIZE: usize = MAX_DEPTH as usize + 2;
-/// Tables with more rules than this get their matched entries prefetched (smaller ones stay
-/// in cache).
-const PREFETCH_ABOVE: usize = 2048;
 /// Packets a pass through the stages handles; larger batches are processed in windows.
 const WINDOW: usize = 256;
 
@@ -61,6 +58,7 @@ pub(crate) struct Scratch {
     parse: ParseStats,
     pool: Vec<Vec<u8>>,
     drops: Drops,
+    tally: Box<Tally>,
 }
 
 /// One packet's progress through the pipeline (kept together: one bounds check, few lines).
@@ -95,6 +93,7 @@ impl Scratch {
                 .map(|_| vec![0; COPY_HEADROOM + max_frame])
                 .collect(),
             drops: Drops::default(),
+            tally: Box::default(),
         }
     }
 
@@ -265,6 +264,12 @@ pub(crate) fn process<S: PacketSink>(
 }
 
 /// Runs packets `base..base + n` (at most [`WINDOW`]) of a batch through the pipeline.
+///
+/// Each packet runs to completion through the tables that stay in cache, one lookup after
+/// the other with no bookkeeping between them. A packet that reaches a large table waits
+/// there; once every packet has gone as far as it can, the large tables are taken in order,
+/// each classifying all its waiting packets in one batched, prefetching lookup, after which
+/// each packet runs on from there.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn process_window<S: PacketSink>(
@@ -289,23 +294,8 @@ fn process_window<S: PacketSink>(
         parse,
         pool,
         drops,
+        tally,
     } = scratch;
-
-    let mut intake = Intake::new(state, lease);
-    for (w, (slot, buf)) in batch.slots_mut().skip(base).take(n).enumerate() {
-        let i = w as u8;
-        let p = &mut pkts[usize::from(i)];
-        let (start, len) = (slot.start as usize, slot.len as usize);
-        let frame = buf.get(start..start + len).unwrap_or(&[]);
-        if !intake.admit(drops, parse, slot.in_port, frame, depth, &mut p.key) {
-            continue;
-        }
-        sets[usize::from(i)].clear();
-        p.start = slot.start;
-        p.len = slot.len;
-        stages.push(0, i);
-    }
-
     let mut env = Env {
         state,
         shared,
@@ -317,12 +307,38 @@ fn process_window<S: PacketSink>(
         parse,
         depth: MAX_DEPTH,
     };
-    while let Some(table_id) = stages.pop(sel) {
+    let mut w = Window {
+        pkts,
+        sets,
+        stages,
+        tally,
+        batch,
+        base,
+    };
+    let mut intake = Intake::new(state, lease);
+    for i in 0..n.min(WINDOW) as u8 {
+        let Some(slot) = w.batch.slot(base + usize::from(i)) else {
+            continue;
+        };
+        let p = &mut w.pkts[usize::from(i)];
+        let (start, len) = (slot.start as usize, slot.len as usize);
+        let buf = w.batch.slot_buffer_mut(base + usize::from(i));
+        let frame = buf.and_then(|b| b.get(start..start + len)).unwrap_or(&[]);
+        let (drops, parse) = (&mut *env.drops, &mut *env.parse);
+        if !intake.admit(drops, parse, slot.in_port, frame, depth, &mut p.key) {
+            continue;
+        }
+        w.sets[usize::from(i)].clear();
+        p.start = slot.start;
+        p.len = slot.len;
+        w.advance(&mut env, i, 0, None);
+    }
+    while let Some(table_id) = w.stages.pop(sel) {
         let Some(table) = state.table(table_id) else {
             env.drops.other += sel.len() as u64;
             continue;
         };
-        let pkts = &mut **pkts;
+        let pkts = &*w.pkts;
         table.lookup_batch(
             sel.len(),
             |k| {
@@ -333,57 +349,129 @@ fn process_window<S: PacketSink>(
             lookup,
         );
         let hits = slots.get(..sel.len()).unwrap_or(&[]);
-        let large = table.len() > PREFETCH_ABOVE;
-        if large {
-            // Large table: start loading every matched rule before touching any, so their
-            // cache misses overlap; counters follow a few packets ahead (their address is in
-            // the rule).
-            for &s in hits {
-                table.prefetch_rule(s);
-            }
-            for &s in hits.iter().take(COUNTERS_AHEAD) {
-                prefetch_counters(table, s);
-            }
+        // Start loading every matched rule before touching any, so their cache misses
+        // overlap; counters follow a few packets ahead (their address is in the rule).
+        for &s in hits {
+            table.prefetch_rule(s);
         }
-        let mut matched = 0u64;
+        for &s in hits.iter().take(COUNTERS_AHEAD) {
+            prefetch_counters(table, s);
+        }
         for (k, (&i, &s)) in sel.iter().zip(hits).enumerate() {
-            if large {
-                if let Some(&ahead) = hits.get(k + COUNTERS_AHEAD) {
-                    prefetch_counters(table, ahead);
-                }
+            if let Some(&ahead) = hits.get(k + COUNTERS_AHEAD) {
+                prefetch_counters(table, ahead);
             }
-            let Some(rule) = table.rule(s) else {
-                env.drops.no_match += 1;
-                continue;
+            w.advance(&mut env, i, table_id, Some(s));
+        }
+    }
+    w.tally.flush(shared, lease);
+}
+
+/// The packets of a window on their way through the tables.
+struct Window<'w> {
+    pkts: &'w mut [PacketState; WINDOW],
+    sets: &'w mut [ActionSet; WINDOW],
+    stages: &'w mut Stages,
+    tally: &'w mut Tally,
+    batch: &'w mut PacketBatch,
+    base: usize,
+}
+
+impl Window<'_> {
+    /// Runs packet `i` from `table_id` (with its rule `slot` there when already looked up)
+    /// until it leaves the pipeline or has to wait at a large table.
+    #[inline(always)]
+    fn advance<S: PacketSink>(
+        &mut self,
+        env: &mut Env<'_, S>,
+        i: u8,
+        mut table_id: u8,
+        mut slot: Option<u32>,
+    ) {
+        let state = env.state;
+        let p = &mut self.pkts[usize::from(i)];
+        loop {
+            let Some(table) = state.table(table_id) else {
+                env.drops.other += 1;
+                return;
             };
-            matched += 1;
-            let p = &mut pkts[usize::from(i)];
+            let s = match slot.take() {
+                Some(s) => s,
+                None if table.is_large() => {
+                    self.stages.push(table_id, i);
+                    return;
+                }
+                None => table.lookup_one(p.key.words()),
+            };
+            let rule = table.rule(s);
+            self.tally.count(table_id, rule.is_some());
+            let Some(rule) = rule else {
+                env.drops.no_match += 1;
+                return;
+            };
             let entry = &rule.payload;
-            entry.counters.hit(lease, u64::from(p.len), now);
+            entry.counters.hit(env.lease, u64::from(p.len), env.now);
             let program = &entry.program;
             let next = if program.flags & flag::GOTO_ONLY != 0 {
                 program.goto()
             } else {
-                let Some(buf) = batch.slot_buffer_mut(base + usize::from(i)) else {
-                    continue;
+                let buf = self.batch.slot_buffer_mut(self.base + usize::from(i));
+                let Some(mut frame) =
+                    buf.and_then(|b| Frame::new(b, p.start as usize, p.len as usize))
+                else {
+                    return;
                 };
-                let mut frame = Frame {
-                    buf,
-                    start: p.start as usize,
-                    len: p.len as usize,
-                };
-                let set = &mut sets[usize::from(i)];
-                let next = exec::run_entry(&mut env, &mut frame, &mut p.key, set, entry, table_id);
-                p.start = frame.start as u32;
-                p.len = frame.len as u32;
+                let set = &mut self.sets[usize::from(i)];
+                let next = exec::run_entry(env, &mut frame, &mut p.key, set, entry, table_id);
+                p.start = frame.start() as u32;
+                p.len = frame.len() as u32;
                 next
             };
-            if let Some(g) = next.filter(|g| *g > table_id) {
-                stages.push(g, i);
+            match next.filter(|g| *g > table_id) {
+                Some(g) => table_id = g,
+                None => return,
             }
         }
-        if let Some(c) = shared.tables.get(usize::from(table_id)) {
-            c.add(lease, sel.len() as u64, matched);
+    }
+}
+
+/// Lookups and matches per table during a window, added to the shared table counters once
+/// at its end.
+#[derive(Debug)]
+struct Tally {
+    counts: [[u64; 2]; 256],
+    touched: [u64; 4],
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            counts: [[0; 2]; 256],
+            touched: [0; 4],
+        }
+    }
+}
+
+impl Tally {
+    #[inline(always)]
+    fn count(&mut self, table: u8, matched: bool) {
+        let t = usize::from(table);
+        self.touched[t >> 6] |= 1 << (t & 63);
+        let c = &mut self.counts[t];
+        c[0] += 1;
+        c[1] += u64::from(matched);
+    }
+
+    fn flush(&mut self, shared: &Shared, lease: &ShardLease) {
+        for (w, word) in self.touched.iter_mut().enumerate() {
+            while *word != 0 {
+                let t = w * 64 + word.trailing_zeros() as usize;
+                *word &= *word - 1;
+                if let (Some(c), Some(n)) = (shared.tables.get(t), self.counts.get_mut(t)) {
+                    c.add(lease, n[0], n[1]);
+                    *n = [0; 2];
+                }
+            }
         }
     }
 }

@@ -130,11 +130,8 @@ pub(super) fn with_copy<S: PacketSink>(
     };
     if let Some(dst) = buf.get_mut(COPY_HEADROOM..COPY_HEADROOM + frame.len()) {
         dst.copy_from_slice(frame);
-        let mut copy = Frame {
-            buf: &mut buf,
-            start: COPY_HEADROOM,
-            len: frame.len(),
-        };
+    }
+    if let Some(mut copy) = Frame::new(&mut buf, COPY_HEADROOM, frame.len()) {
         env.depth -= 1;
         f(env, &mut copy);
         env.depth += 1;

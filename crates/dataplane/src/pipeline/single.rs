@@ -91,7 +91,7 @@ fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
             break;
         };
         let entry = &rule.payload;
-        entry.counters.hit(env.lease, frame.len as u64, env.now);
+        entry.counters.hit(env.lease, frame.len() as u64, env.now);
         match run_entry(env, frame, key, &mut set, entry, table_id) {
             Some(next) if next > table_id => table_id = next,
             _ => break,
@@ -126,10 +126,10 @@ pub(super) fn insp<S: PacketSink>(
         .map(|out| template.instantiate(trigger.bytes(), out));
     match generated {
         Some(Ok(len)) if len > 0 => {
-            let mut frame = Frame {
-                buf: &mut buf,
-                start: COPY_HEADROOM,
-                len,
+            let Some(mut frame) = Frame::new(&mut buf, COPY_HEADROOM, len) else {
+                env.drops.insp_failed += 1;
+                env.pool.push(buf);
+                return;
             };
             let mut gen_key = FlowKey::default();
             let _ = parse_to(frame.bytes(), key.in_port, ParseDepth::L4, &mut gen_key);
