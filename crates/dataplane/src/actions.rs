@@ -74,6 +74,7 @@ fn set_ipv4_word(frame: &mut Frame<'_>, l3: usize, at: usize, new: [u8; 2]) {
 
 /// Rewrites the IPv4 address at `l3 + at` (12 source, 16 destination) with the header and
 /// transport checksums.
+#[inline(always)]
 fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new: u32) {
     let Some(h) = frame
         .bytes_mut()
@@ -103,6 +104,7 @@ fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new
 
 /// Set-field on `ipv4_src` (`dst` false) or `ipv4_dst`, the NAT rewrite, without the generic
 /// field dispatch. Nothing changes unless the packet is IPv4.
+#[inline(always)]
 pub(crate) fn set_ipv4(frame: &mut Frame<'_>, key: &mut FlowKey, dst: bool, addr: u32) {
     ensure_depth(frame, key, ParseDepth::L3);
     let Some(l3) = off(key.layout.l3).filter(|_| key.eth_type == 0x0800) else {

@@ -229,7 +229,26 @@ fn parse_plain_ipv4(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<
     if depth == ParseDepth::L3 {
         return Some(Ok(()));
     }
-    Some(parse_l4(pkt, key))
+    // UDP and TCP whose header lies inside the IP packet; anything else (and any error)
+    // through the staged L4 parser.
+    let ip = pkt.get(..14 + total).unwrap_or(pkt);
+    let ports = match h[23] {
+        IPPROTO_UDP if total >= 28 => chunk::<4>(ip, 34).copied(),
+        IPPROTO_TCP if total >= 40 => chunk::<20>(ip, 34)
+            .filter(|t| {
+                let data_off = usize::from(t[12] >> 4) * 4;
+                data_off >= 20 && 34 + data_off <= ip.len()
+            })
+            .map(|t| sub::<20, 4>(t, 0)),
+        _ => None,
+    };
+    match ports {
+        Some(ports) => {
+            set_ports(key, &ports);
+            Some(Ok(()))
+        }
+        None => Some(parse_l4(pkt, key)),
+    }
 }
 
 /// Continues parsing a key already filled by [`parse_to`] on the same frame down to

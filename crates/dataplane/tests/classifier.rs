@@ -243,6 +243,64 @@ fn exact_table_is_one_hash() {
     }
 }
 
+/// An in_port table (the first table of the L3 and load-balancer pipelines) is an array
+/// indexed by port, the catch-all filling the gaps, until a value is too large for one.
+#[test]
+fn narrow_field_table_is_direct_indexed() {
+    let port_rule = |p: u32| {
+        let mut m = Match::any();
+        m.set(Field::InPort, FieldValue::from(p), None);
+        m
+    };
+    let mut c = Classifier::default();
+    for p in 1..=48u32 {
+        c.insert(u64::from(p), 10, &port_rule(p), p);
+    }
+    assert_eq!(c.kind(), Kind::Direct);
+    c.insert(100, 0, &Match::any(), 100);
+    assert_eq!(c.kind(), Kind::Direct);
+    // A higher-priority duplicate of port 7 and a lower-priority one of port 8.
+    c.insert(107, 20, &port_rule(7), 107);
+    c.insert(108, 5, &port_rule(8), 108);
+    let expect = |p: u32| match p {
+        7 => 107,
+        1..=48 => p,
+        _ => 100,
+    };
+    let keys: Vec<FlowKey> = (0..=60u32)
+        .chain([4095, 4096, u32::MAX])
+        .map(|p| FlowKey {
+            in_port: p,
+            ..FlowKey::default()
+        })
+        .collect();
+    let mut out = vec![0u32; keys.len()];
+    c.lookup_batch(
+        keys.len(),
+        |i| keys[i].words(),
+        &mut out,
+        &mut Default::default(),
+    );
+    for (k, slot) in keys.iter().zip(&out) {
+        assert_eq!(c.rule(*slot).map(|r| r.payload), Some(expect(k.in_port)));
+        let one = c.lookup(k.words()).and_then(|s| c.rule(s));
+        assert_eq!(one.map(|r| r.payload), Some(expect(k.in_port)));
+    }
+    // A catch-all above the rules takes everything: no longer a tuple with a catch-all below.
+    c.insert(101, 30, &Match::any(), 101);
+    assert_eq!(c.kind(), Kind::TupleSpace);
+    c.remove(101);
+    assert_eq!(c.kind(), Kind::Direct);
+    c.insert(4097, 10, &port_rule(4097), 4097);
+    assert_ne!(c.kind(), Kind::Direct, "port 4097 is beyond a direct array");
+    let k = FlowKey {
+        in_port: 4097,
+        ..FlowKey::default()
+    };
+    let hit = c.lookup(k.words()).and_then(|s| c.rule(s));
+    assert_eq!(hit.map(|r| r.payload), Some(4097));
+}
+
 #[test]
 fn kind_follows_contents() {
     let mut c = Classifier::default();

@@ -243,6 +243,11 @@ impl RawIndex {
         self.view().find(hash, word0, rest_eq)
     }
 
+    /// Every occupied entry.
+    pub fn iter(&self) -> impl Iterator<Item = &IndexEntry> {
+        self.entries.iter().filter(|e| e.slot != u32::MAX)
+    }
+
     /// A read-only view for probing many keys (the entry array and its mask loaded once).
     #[inline(always)]
     pub fn view(&self) -> IndexView<'_> {

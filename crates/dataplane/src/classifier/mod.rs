@@ -35,6 +35,10 @@ pub use subtable::Words;
 
 /// Subtables with at most this many index entries are probed without a prefetch pass.
 const CACHED_INDEX: usize = 1024;
+/// A single-field tuple of at most this many rules whose values all lie below
+/// [`DIRECT_VALUES`] is looked up by direct indexing.
+const DIRECT_RULES: usize = 256;
+const DIRECT_VALUES: u64 = 4096;
 /// Tables with more rules than this are looked up in batches with prefetching (their index
 /// and rules do not stay in cache); smaller ones one packet at a time.
 const LARGE: usize = 2048;
@@ -49,6 +53,8 @@ pub const NO_RULE: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Empty,
+    /// One narrow field (an in_port or EtherType table): an array indexed by its value.
+    Direct,
     Hash,
     Lpm,
     TupleSpace,
@@ -122,6 +128,16 @@ impl Fallback {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Plan {
     Empty,
+    /// One tuple over a single narrow-valued field (an in_port, EtherType or VLAN table):
+    /// the classifier's `direct` array, indexed by the field's value, holds the answer for
+    /// every value (the rule, or the catch-all below it).
+    Direct {
+        at: u8,
+        shift: u8,
+        mask: u64,
+        /// The answer for values beyond the array (the catch-all or [`NO_RULE`]).
+        miss: u32,
+    },
     /// One subtable with a non-empty mask (an exact-match table), above an optional
     /// catch-all: one probe per packet.
     Tuple {
@@ -273,6 +289,8 @@ pub struct Classifier<P> {
     order: Vec<Step>,
     lpm: Option<LpmPlan>,
     plan: Plan,
+    /// The answer per field value under [`Plan::Direct`].
+    direct: Vec<u32>,
 }
 
 /// One step of the probe order.
@@ -305,6 +323,7 @@ impl<P> Default for Classifier<P> {
             order: Vec::new(),
             lpm: None,
             plan: Plan::Empty,
+            direct: Vec::new(),
         }
     }
 }
@@ -320,6 +339,9 @@ impl<P> Classifier<P> {
 
     /// The structure lookups currently use.
     pub fn kind(&self) -> Kind {
+        if matches!(self.plan, Plan::Direct { .. }) {
+            return Kind::Direct;
+        }
         match (self.order.len(), &self.lpm) {
             (0, _) => Kind::Empty,
             (_, Some(_)) => Kind::Lpm,
@@ -563,6 +585,51 @@ impl<P> Classifier<P> {
         self.order
             .sort_by(|a, b| b.max().cmp(&a.max()).then_with(|| seq(a).cmp(&seq(b))));
         self.plan = self.choose_plan();
+        self.specialise();
+    }
+
+    /// Turns a plan of one small single-field tuple into a direct-indexed one (rebuilding
+    /// the array: at most [`DIRECT_RULES`] rules and [`DIRECT_VALUES`] cells).
+    fn specialise(&mut self) {
+        let Plan::Tuple { sub, all } = self.plan else {
+            return;
+        };
+        let Some(Some(sub)) = self.subtables.get(sub as usize) else {
+            return;
+        };
+        let ([lane], true) = (sub.lanes(), sub.index.len() <= DIRECT_RULES) else {
+            return;
+        };
+        let shift = lane.mask.trailing_zeros();
+        let Some(max) = sub.index.iter().map(|e| e.word0 >> shift).max() else {
+            return;
+        };
+        if max >= DIRECT_VALUES {
+            return;
+        }
+        self.direct.clear();
+        self.direct.resize(max as usize + 1, all.slot);
+        for e in sub.index.iter() {
+            if let Some(cell) = self.direct.get_mut((e.word0 >> shift) as usize) {
+                *cell = all.pick(Some(e));
+            }
+        }
+        self.plan = Plan::Direct {
+            at: lane.at as u8,
+            shift: shift as u8,
+            mask: lane.mask,
+            miss: all.slot,
+        };
+    }
+
+    /// The direct array's answer for `key`.
+    #[inline(always)]
+    fn direct(&self, at: u8, shift: u8, mask: u64, miss: u32, key: &Words) -> u32 {
+        let v = key.get(usize::from(at)).copied().unwrap_or(0) & mask;
+        self.direct
+            .get((v >> shift) as usize)
+            .copied()
+            .unwrap_or(miss)
     }
 
     /// The highest-priority rule matching `key` (ties: a fixed, deterministic choice).
@@ -659,6 +726,12 @@ impl<P> Classifier<P> {
     pub fn lookup_one(&self, key: &Words) -> u32 {
         match self.plan {
             Plan::Empty => NO_RULE,
+            Plan::Direct {
+                at,
+                shift,
+                mask,
+                miss,
+            } => self.direct(at, shift, mask, miss, key),
             Plan::Tuple { sub, all } => {
                 let Some(Some(sub)) = self.subtables.get(sub as usize) else {
                     return NO_RULE;
@@ -692,6 +765,16 @@ impl<P> Classifier<P> {
         let out = out.get_mut(..n).unwrap_or_default();
         match self.plan {
             Plan::Empty => out.fill(NO_RULE),
+            Plan::Direct {
+                at,
+                shift,
+                mask,
+                miss,
+            } => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = self.direct(at, shift, mask, miss, key(i));
+                }
+            }
             Plan::Tuple { sub, all } => match self.subtables.get(sub as usize) {
                 Some(Some(sub)) => self.lookup_tuple(sub, all, &key, out, scratch),
                 _ => out.fill(NO_RULE),

@@ -219,6 +219,8 @@ fn apply_op<S: PacketSink>(
                 return ttl_expired(env, frame, key, meta, e);
             }
         }
+        Op::SetIpv4Src(a) => actions::set_ipv4(frame, key, false, a),
+        Op::SetIpv4Dst(a) => actions::set_ipv4(frame, key, true, a),
         op => return apply_other(env, frame, key, meta, op, slow, last),
     }
     Verdict::Continue
