@@ -165,6 +165,9 @@ pub(crate) struct Program {
     write_len: u16,
     /// The ops did not fit inline: they are in `rare`.
     spilled: bool,
+    /// Some op is [`Op::Slow`]: its action is in `rare`. (`rare` lies in the rule's second
+    /// cache line: these flags keep a usual program from reading it.)
+    has_slow: bool,
     /// The entry is a table-miss entry (priority 0, match-all), so a CONTROLLER output
     /// reports `NO_MATCH`. Set by the datapath from the entry's match; kept here, in the
     /// rule's first cache line, beside what a packet reads anyway.
@@ -216,6 +219,7 @@ impl Program {
             apply_len: 0,
             write_len: 0,
             spilled: false,
+            has_slow: false,
             table_miss: false,
             meter: 0,
             inline: [Op::DecNwTtl; INLINE],
@@ -280,6 +284,7 @@ impl Program {
             p.spilled = true;
             rare.ops = ops.heap.into();
         }
+        p.has_slow = !slow.is_empty();
         rare.slow = slow.into();
         let needed = p.spilled || !rare.slow.is_empty() || rare.insp.is_some();
         if needed || rare.metadata.is_some() {
@@ -290,9 +295,10 @@ impl Program {
 
     #[inline(always)]
     fn all(&self) -> &[Op] {
-        match &self.rare {
-            Some(rare) if self.spilled => &rare.ops,
-            _ => &self.inline,
+        if self.spilled {
+            self.rare.as_deref().map_or(&[], |r| &r.ops)
+        } else {
+            &self.inline
         }
     }
 
@@ -314,7 +320,11 @@ impl Program {
     /// The IR actions of the program's [`Op::Slow`]s.
     #[inline(always)]
     pub fn slow(&self) -> &[Action] {
-        self.rare.as_deref().map_or(&[], |r| &r.slow)
+        if self.has_slow {
+            self.rare.as_deref().map_or(&[], |r| &r.slow)
+        } else {
+            &[]
+        }
     }
 
     pub fn insp(&self) -> Option<&InspStep> {

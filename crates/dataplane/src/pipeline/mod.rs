@@ -403,9 +403,9 @@ impl Window<'_> {
                 }
                 None => table.lookup_one(p.key.words()),
             };
-            let rule = table.rule(s);
-            self.tally.count(table_id, rule.is_some());
-            let Some(rule) = rule else {
+            self.tally.lookup(table_id);
+            let Some(rule) = table.rule(s) else {
+                self.tally.miss(table_id);
                 env.drops.no_match += 1;
                 return;
             };
@@ -435,18 +435,20 @@ impl Window<'_> {
     }
 }
 
-/// Lookups and matches per table during a window, added to the shared table counters once
-/// at its end.
+/// Lookups and misses per table during a window, added to the shared table counters once
+/// at its end (a hit costs one increment; misses are rare).
 #[derive(Debug)]
 struct Tally {
-    counts: [[u64; 2]; 256],
+    lookups: [u64; 256],
+    misses: [u64; 256],
     touched: [u64; 4],
 }
 
 impl Default for Tally {
     fn default() -> Self {
         Tally {
-            counts: [[0; 2]; 256],
+            lookups: [0; 256],
+            misses: [0; 256],
             touched: [0; 4],
         }
     }
@@ -454,12 +456,15 @@ impl Default for Tally {
 
 impl Tally {
     #[inline(always)]
-    fn count(&mut self, table: u8, matched: bool) {
+    fn lookup(&mut self, table: u8) {
         let t = usize::from(table);
         self.touched[t >> 6] |= 1 << (t & 63);
-        let c = &mut self.counts[t];
-        c[0] += 1;
-        c[1] += u64::from(matched);
+        self.lookups[t] += 1;
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, table: u8) {
+        self.misses[usize::from(table)] += 1;
     }
 
     fn flush(&mut self, shared: &Shared, lease: &ShardLease) {
@@ -467,10 +472,15 @@ impl Tally {
             while *word != 0 {
                 let t = w * 64 + word.trailing_zeros() as usize;
                 *word &= *word - 1;
-                if let (Some(c), Some(n)) = (shared.tables.get(t), self.counts.get_mut(t)) {
-                    c.add(lease, n[0], n[1]);
-                    *n = [0; 2];
-                }
+                let (Some(c), Some(n), Some(m)) = (
+                    shared.tables.get(t),
+                    self.lookups.get_mut(t),
+                    self.misses.get_mut(t),
+                ) else {
+                    continue;
+                };
+                c.add(lease, *n, *n - *m);
+                (*n, *m) = (0, 0);
             }
         }
     }
