@@ -646,11 +646,7 @@ impl<P> Classifier<P> {
                     .and_then(Option::as_ref)
                     .and_then(|sub| self.tuple(sub).find_any(key))
                     .map(|e| (e.priority, e.slot)),
-                Step::Lpm { .. } => self
-                    .lpm
-                    .as_ref()
-                    .and_then(|p| p.lookup(key))
-                    .map(|slot| (prio_of(&self.rules, slot), slot)),
+                Step::Lpm { .. } => self.lpm_step(key),
             };
             if let Some((p, slot)) = found {
                 if best.is_none_or(|(bp, _)| p > bp) {
@@ -659,6 +655,14 @@ impl<P> Classifier<P> {
             }
         }
         best.map(|(_, s)| s)
+    }
+
+    /// The routing family's match as a step of the general search (kept out of line: most
+    /// tables searched this way have no routes, and its state would crowd the loop).
+    #[inline(never)]
+    fn lpm_step(&self, key: &Words) -> Option<(u16, u32)> {
+        let slot = self.lpm.as_ref()?.lookup(key)?;
+        Some((prio_of(&self.rules, slot), slot))
     }
 
     /// The probe view of a subtable.
