@@ -221,12 +221,14 @@ fn apply_op<S: PacketSink>(
         }
         Op::SetIpv4Src(a) => actions::set_ipv4(frame, key, false, a),
         Op::SetIpv4Dst(a) => actions::set_ipv4(frame, key, true, a),
-        op => return apply_other(env, frame, key, meta, op, slow, last),
+        Op::Group(id) => run_group(env, frame, key, meta, id, last),
+        op => return apply_other(env, frame, key, meta, op, slow),
     }
     Verdict::Continue
 }
 
-/// [`apply_op`] for the ops it does not inline.
+/// [`apply_op`] for the ops it does not run inline: outputs to reserved ports (or back to
+/// the ingress port), the queue, and actions without a specialised op.
 #[inline(never)]
 fn apply_other<S: PacketSink>(
     env: &mut Env<'_, S>,
@@ -235,32 +237,23 @@ fn apply_other<S: PacketSink>(
     meta: &mut Meta,
     op: Op,
     slow: &[Action],
-    last: bool,
 ) -> Verdict {
     match op {
         Op::Output(port) | Op::Reserved(port) => output(env, frame.bytes(), key, meta, port, 0),
         Op::Controller(max_len) => output(env, frame.bytes(), key, meta, port::CONTROLLER, max_len),
-        Op::Group(id) => run_group(env, frame, key, meta, id, last),
         Op::SetQueue(q) => meta.queue = Some(q),
-        Op::SetEthDst(mac) => {
-            key.eth_dst = mac;
-            frame.put_mac(0, mac);
-        }
-        Op::SetEthSrc(mac) => {
-            key.eth_src = mac;
-            frame.put_mac(6, mac);
-        }
-        Op::SetIpv4Src(a) => actions::set_ipv4(frame, key, false, a),
-        Op::SetIpv4Dst(a) => actions::set_ipv4(frame, key, true, a),
-        Op::DecNwTtl => {
-            let r = actions::dec_nw_ttl(frame, key);
-            return ttl_result(env, frame, key, meta, r);
-        }
         Op::Slow(i) => {
             if let Some(a) = slow.get(usize::from(i)) {
                 return edit(env, frame, key, meta, *a);
             }
         }
+        // Run by `apply_op` itself.
+        Op::Group(_)
+        | Op::SetEthDst(_)
+        | Op::SetEthSrc(_)
+        | Op::SetIpv4Src(_)
+        | Op::SetIpv4Dst(_)
+        | Op::DecNwTtl => {}
     }
     Verdict::Continue
 }
@@ -367,6 +360,9 @@ fn ttl_expired<S: PacketSink>(
     Verdict::Drop
 }
 
+/// Runs a group's buckets (its own function: the op loop calls it without the large frame
+/// of [`apply_other`]).
+#[inline(never)]
 fn run_group<S: PacketSink>(
     env: &mut Env<'_, S>,
     frame: &mut Frame<'_>,
@@ -381,6 +377,22 @@ fn run_group<S: PacketSink>(
         return;
     };
     let len = frame.len() as u64;
+    if let (GroupType::Indirect, true, 1.., Some(bucket), Some(counter)) = (
+        entry.kind,
+        in_place,
+        env.depth,
+        entry.buckets.first(),
+        entry.counters.buckets.first(),
+    ) {
+        // The next hop of a route: its one bucket on the packet itself.
+        entry.counters.group.add(env.lease, 1, len);
+        counter.add(env.lease, 1, len);
+        let mut bucket_meta = *meta;
+        env.depth -= 1;
+        run_sorted(env, frame, key, &mut bucket_meta, &bucket.ops, &bucket.slow);
+        env.depth += 1;
+        return;
+    }
     let (first, n) = match entry.kind {
         // The next hop of a route: its one bucket, usually on the packet itself.
         GroupType::Indirect => (0, entry.buckets.len().min(1)),
