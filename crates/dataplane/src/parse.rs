@@ -155,7 +155,7 @@ pub fn parse(pkt: &[u8], in_port: u32, key: &mut FlowKey) -> ParseOutcome {
 #[inline]
 pub fn parse_to(pkt: &[u8], in_port: u32, depth: ParseDepth, key: &mut FlowKey) -> ParseOutcome {
     reset(key, in_port);
-    if let Some(outcome) = parse_plain_ipv4(pkt, depth, key) {
+    if let Some(outcome) = parse_plain(pkt, depth, key) {
         return outcome;
     }
     parse_staged(pkt, depth, key)
@@ -191,12 +191,26 @@ fn parse_staged(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> ParseOutcom
     parse_deeper(pkt, depth, key)
 }
 
-/// The most common frame in straight-line code: untagged Ethernet II carrying an IPv4 header
-/// without options that is not a fragment. Fills exactly what the staged parser would (the
-/// transport header through the staged parser's own L4 stage); `None`, with the key still
-/// reset, for any other frame.
+/// The most common frames in straight-line code: untagged Ethernet II (no MPLS or PBB)
+/// when only L2 is needed, and deeper an IPv4 header without options that is not a fragment
+/// with its UDP or TCP ports. Fills exactly what the staged parser would (through the
+/// staged L4 stage for other transports); `None`, with the key still reset, for any other
+/// frame.
 #[inline(always)]
-fn parse_plain_ipv4(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<ParseOutcome> {
+fn parse_plain(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<ParseOutcome> {
+    if depth == ParseDepth::L2 {
+        let eth = chunk::<14>(pkt, 0)?;
+        let ty = be16(eth[12], eth[13]);
+        let stacked = matches!(
+            ty,
+            ETH_TYPE_VLAN | ETH_TYPE_QINQ | ETH_TYPE_MPLS | ETH_TYPE_MPLS_MCAST | ETH_TYPE_PBB
+        );
+        if ty < 0x0600 || stacked || pkt.len() >= usize::from(NO_OFFSET) {
+            return None;
+        }
+        fill_plain_l2(key, eth, ty);
+        return Some(Ok(()));
+    }
     let h = chunk::<34>(pkt, 0)?;
     let total = usize::from(be16(h[16], h[17]));
     let plain = h[12] == 0x08
@@ -209,14 +223,7 @@ fn parse_plain_ipv4(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<
     if !plain {
         return None;
     }
-    key.eth_dst = sub(h, 0);
-    key.eth_src = sub(h, 6);
-    key.eth_type = ETH_TYPE_IPV4;
-    key.layout.eth_type = 12;
-    key.layout.l3 = 14;
-    if depth == ParseDepth::L2 {
-        return Some(Ok(()));
-    }
+    fill_plain_l2(key, &sub(h, 0), ETH_TYPE_IPV4);
     key.layout.depth = depth;
     key.ip_dscp = h[15] >> 2;
     key.ip_ecn = h[15] & 3;
@@ -249,6 +256,16 @@ fn parse_plain_ipv4(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<
         }
         None => Some(parse_l4(pkt, key)),
     }
+}
+
+/// The key of an untagged Ethernet II header with EtherType `ty` (what `parse_l2` gives it).
+#[inline(always)]
+fn fill_plain_l2(key: &mut FlowKey, eth: &[u8; 14], ty: u16) {
+    key.eth_dst = sub(eth, 0);
+    key.eth_src = sub(eth, 6);
+    key.eth_type = ty;
+    key.layout.eth_type = 12;
+    key.layout.l3 = 14;
 }
 
 /// Continues parsing a key already filled by [`parse_to`] on the same frame down to
@@ -1276,7 +1293,9 @@ mod tests {
             prop::sample::select(vec![6u8, 17, 1, 132, 58, 0]),
             prop::collection::vec(any::<u8>(), 0..60),
             prop::option::of(0u16..120),
-            prop::sample::select(vec![0x0800u16, 0x0806, 0x8100]),
+            prop::sample::select(vec![
+                0x0800u16, 0x0806, 0x8100, 0x86dd, 0x8847, 0x0600, 0x05ff,
+            ]),
         )
             .prop_map(|(vihl, tos, frag_field, proto, payload, total, ty)| {
                 let total = total.unwrap_or(20 + payload.len() as u16);
@@ -1381,7 +1400,7 @@ mod tests {
         }
 
         #[test]
-        fn the_plain_ipv4_path_fills_the_key_the_staged_parser_would(
+        fn the_plain_path_fills_the_key_the_staged_parser_would(
             frame in plain_ipv4_like(),
             depth in prop::sample::select(vec![ParseDepth::L2, ParseDepth::L3, ParseDepth::L4]),
         ) {

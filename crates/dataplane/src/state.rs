@@ -54,9 +54,15 @@ impl PortTable {
     pub fn get(&self, port_no: u32) -> Option<&PortEntry> {
         match self.dense.get(port_no as usize) {
             Some(e) => e.as_ref(),
-            None if port_no as usize >= DENSE_PORTS => self.sparse.get(&port_no),
+            None if port_no as usize >= DENSE_PORTS => self.get_sparse(port_no),
             None => None,
         }
+    }
+
+    /// A port numbered beyond the dense range (kept out of line: rare, and a tree walk).
+    #[inline(never)]
+    fn get_sparse(&self, port_no: u32) -> Option<&PortEntry> {
+        self.sparse.get(&port_no)
     }
 
     fn insert(&mut self, port_no: u32, entry: PortEntry) {
