@@ -1,10 +1,13 @@
 //! The OpenFlow 1.3 pipeline (spec section 5): tables, instructions, the action set, outputs.
 //!
-//! A batch moves through the tables stage by stage: goto-table only goes forward, so the
-//! datapath repeatedly takes the lowest table any packet waits at, classifies all those
-//! packets together (one batched, prefetching lookup), and runs their instructions, which
-//! queue each packet at its next table. Packet-out and InSP-generated packets, which arrive
-//! one at a time, use the same instruction code with a single-packet lookup ([`single`]).
+//! Each packet of a batch runs to completion through the tables that stay in cache: lookup
+//! (specialised to the table's shape), counters, instructions, next table, with nothing in
+//! between. A table too large for the cache is different: packets reaching it wait there, and
+//! once the whole batch has gone as far as it can, the large tables are taken in order
+//! (goto-table only goes forward), each classifying all its waiting packets in one batched,
+//! prefetching lookup so their cache misses overlap; then each packet runs on. Packet-out
+//! and InSP-generated packets, which arrive one at a time, use the same instruction code
+//! with a single-packet lookup ([`single`]).
 
 mod exec;
 mod output;
@@ -105,8 +108,8 @@ impl Scratch {
 /// End of a stage list.
 const END: u16 = u16::MAX;
 
-/// The packets waiting at each table, as lists linked through the window, and the set of
-/// tables with waiting packets. Goto-table only goes forward, so taking the lowest pending
+/// The packets waiting at each large table, as lists linked through the window, and the set
+/// of tables with waiting packets. Goto-table only goes forward, so taking the lowest pending
 /// table each time visits every table at most once per window.
 #[derive(Debug)]
 struct Stages {
