@@ -225,13 +225,7 @@ fn parse_plain(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<Parse
     }
     fill_plain_l2(key, &sub(h, 0), ETH_TYPE_IPV4);
     key.layout.depth = depth;
-    key.ip_dscp = h[15] >> 2;
-    key.ip_ecn = h[15] & 3;
-    key.ip_proto = h[23];
-    key.ipv4_src = be32(h[26], h[27], h[28], h[29]);
-    key.ipv4_dst = be32(h[30], h[31], h[32], h[33]);
-    key.layout.ip_ttl = h[22];
-    key.layout.l3_end = off16(14 + total);
+    fill_ipv4(key, &sub(h, 14), 14, total);
     key.layout.l4 = 34;
     if depth == ParseDepth::L3 {
         return Some(Ok(()));
@@ -256,6 +250,18 @@ fn parse_plain(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<Parse
         }
         None => Some(parse_l4(pkt, key)),
     }
+}
+
+/// The key fields of the IPv4 header `h` at `l3`, of an IP packet `total` bytes long.
+#[inline(always)]
+fn fill_ipv4(key: &mut FlowKey, h: &[u8; 20], l3: usize, total: usize) {
+    key.ip_dscp = h[1] >> 2;
+    key.ip_ecn = h[1] & 3;
+    key.ip_proto = h[9];
+    key.ipv4_src = be32(h[12], h[13], h[14], h[15]);
+    key.ipv4_dst = be32(h[16], h[17], h[18], h[19]);
+    key.layout.ip_ttl = h[8];
+    key.layout.l3_end = off16(l3 + total);
 }
 
 /// The key of an untagged Ethernet II header with EtherType `ty` (what `parse_l2` gives it).
@@ -424,13 +430,7 @@ fn parse_ipv4(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
     if total > pkt.len() - l3 {
         return Err(ParseError::TruncatedIpv4);
     }
-    key.ip_dscp = h[1] >> 2;
-    key.ip_ecn = h[1] & 3;
-    key.ip_proto = h[9];
-    key.ipv4_src = be32(h[12], h[13], h[14], h[15]);
-    key.ipv4_dst = be32(h[16], h[17], h[18], h[19]);
-    key.layout.ip_ttl = h[8];
-    key.layout.l3_end = off16(l3 + total);
+    fill_ipv4(key, h, l3, total);
     let frag_field = be16(h[6], h[7]);
     if frag_field & 0x3fff != 0 {
         key.layout.frag = frag::IS_FRAGMENT;

@@ -42,9 +42,21 @@ pub(super) fn run_entry<S: PacketSink>(
     if run_ops(env, frame, key, &mut meta, program.apply(), program.slow()) == Verdict::Drop {
         return None;
     }
-    let goto = program.goto();
+    leave_entry(env, frame, key, set, &mut meta, program.goto())
+}
+
+/// After an entry's instructions: without a goto the pipeline ends and the action set runs.
+#[inline(always)]
+fn leave_entry<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    set: &ActionSet,
+    meta: &mut Meta,
+    goto: Option<u8>,
+) -> Option<u8> {
     if goto.is_none() && !set.is_empty() {
-        run_action_set(env, frame, key, set, &mut meta);
+        run_action_set(env, frame, key, set, meta);
     }
     goto
 }
@@ -94,10 +106,7 @@ fn run_entry_full<S: PacketSink>(
             }
         }
     }
-    if goto.is_none() && !set.is_empty() {
-        run_action_set(env, frame, key, set, &mut meta);
-    }
-    goto
+    leave_entry(env, frame, key, set, &mut meta, goto)
 }
 
 /// Executes the action set at the end of the pipeline.

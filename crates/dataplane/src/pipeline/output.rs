@@ -112,6 +112,17 @@ pub(super) fn packet_in<S: PacketSink>(
     env.sink.packet_in(&ev);
 }
 
+/// A copy buffer for a packet nested in another (group bucket, OUTPUT TABLE, InSP);
+/// `None`, the packet counted as dropped, when the nesting budget or the pool is exhausted.
+/// Give it back to `env.pool`.
+pub(super) fn take_buffer<S>(env: &mut Env<'_, S>) -> Option<Vec<u8>> {
+    let buf = (env.depth > 0).then(|| env.pool.pop()).flatten();
+    if buf.is_none() {
+        env.drops.other += 1;
+    }
+    buf
+}
+
 /// Copies `frame` into a pool buffer and runs `f` on the copy; drops (counted) when the
 /// nesting budget or the pool is exhausted.
 #[inline(never)]
@@ -120,12 +131,7 @@ pub(super) fn with_copy<S: PacketSink>(
     frame: &[u8],
     f: impl FnOnce(&mut Env<'_, S>, &mut Frame<'_>),
 ) {
-    if env.depth == 0 {
-        env.drops.other += 1;
-        return;
-    }
-    let Some(mut buf) = env.pool.pop() else {
-        env.drops.other += 1;
+    let Some(mut buf) = take_buffer(env) else {
         return;
     };
     if let Some(dst) = buf.get_mut(COPY_HEADROOM..COPY_HEADROOM + frame.len()) {

@@ -3,7 +3,7 @@
 //! lookup.
 
 use super::exec::{apply_actions, run_entry};
-use super::output::{normal, with_copy};
+use super::output::{normal, take_buffer, with_copy};
 use super::{flush, Env, Intake, Meta, Scratch, COPY_HEADROOM, MAX_DEPTH};
 use crate::actions::{ActionSet, Frame};
 use crate::batch::{PacketBatch, PacketSink};
@@ -113,12 +113,7 @@ pub(super) fn insp<S: PacketSink>(
         env.drops.insp_failed += 1;
         return;
     };
-    if env.depth == 0 {
-        env.drops.other += 1;
-        return;
-    }
-    let Some(mut buf) = env.pool.pop() else {
-        env.drops.other += 1;
+    let Some(mut buf) = take_buffer(env) else {
         return;
     };
     let generated = buf
