@@ -109,7 +109,14 @@ fn check(
     packets: &[FlowKey],
 ) -> Result<(), TestCaseError> {
     for k in packets {
+        let one = c.rule(c.lookup_one(k.words()));
         let got = c.lookup(k.words()).and_then(|s| c.rule(s));
+        prop_assert_eq!(
+            one.map(|r| r.id),
+            got.map(|r| r.id),
+            "the plan's single lookup for {:?}",
+            k
+        );
         match (got, reference(live, k)) {
             (None, None) => {}
             (Some(r), Some(p)) => {

@@ -39,8 +39,8 @@ const CACHED_INDEX: usize = 1024;
 /// [`DIRECT_VALUES`] is looked up by direct indexing.
 const DIRECT_RULES: usize = 256;
 const DIRECT_VALUES: u64 = 4096;
-/// Tables with more rules than this are looked up in batches with prefetching (their index
-/// and rules do not stay in cache); smaller ones one packet at a time.
+/// Tables with more rules than this get the rules and counters their lookups find prefetched
+/// (smaller ones stay in cache).
 const LARGE: usize = 2048;
 
 /// The key of a packet that matters to no field (probing a match-all subtable).
@@ -717,15 +717,15 @@ impl<P> Classifier<P> {
         }
     }
 
-    /// Whether lookups in this table should be batched and prefetched (its index and rules
-    /// do not stay in cache), rather than done one packet at a time.
+    /// Whether the rules and counters a lookup finds are worth prefetching (the table does
+    /// not stay in cache).
     #[inline(always)]
     pub fn is_large(&self) -> bool {
         self.by_id.len() > LARGE
     }
 
     /// The slot of the rule matching `key`, or [`NO_RULE`]: [`Self::lookup`] specialised to
-    /// the table's plan, for packets classified one at a time.
+    /// the table's plan, for packets classified one at a time (packet-out, InSP).
     #[inline(always)]
     pub fn lookup_one(&self, key: &Words) -> u32 {
         match self.plan {

@@ -85,7 +85,7 @@ fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
     let mut set = ActionSet::default();
     let mut table_id = 0u8;
     while let Some(table) = env.state.table(table_id) {
-        let rule = table.lookup(key.words()).and_then(|s| table.rule(s));
+        let rule = table.rule(table.lookup_one(key.words()));
         let Some(rule) = rule else {
             env.drops.no_match += 1;
             break;
