@@ -223,9 +223,12 @@ fn parse_plain(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<Parse
     if !plain {
         return None;
     }
-    fill_plain_l2(key, &sub(h, 0), ETH_TYPE_IPV4);
+    let (Some(eth), Some(ip)) = (h.first_chunk::<14>(), h.last_chunk::<20>()) else {
+        return None;
+    };
+    fill_plain_l2(key, eth, ETH_TYPE_IPV4);
     key.layout.depth = depth;
-    fill_ipv4(key, &sub(h, 14), 14, total);
+    fill_ipv4(key, ip, 14, total);
     key.layout.l4 = 34;
     if depth == ParseDepth::L3 {
         return Some(Ok(()));
