@@ -106,60 +106,50 @@ impl Scratch {
     }
 }
 
-/// End of a stage list.
-const END: u16 = u16::MAX;
-
-/// The packets waiting at each table, as lists linked through the window, and the set of
-/// tables with waiting packets. Goto-table only goes forward, so taking the lowest pending
-/// table each time visits every table at most once per window.
+/// The tables packets wait at: each packet's next table, and the set of tables some packet
+/// waits at. Goto-table only goes forward, so taking the lowest pending table each time
+/// visits every table at most once per window, and a packet's entry for a table already
+/// visited can never be taken for a later one.
 #[derive(Debug)]
 struct Stages {
     pending: [u64; 4],
-    head: [u8; 256],
-    tail: [u8; 256],
-    next: [u16; WINDOW],
+    at: [u8; WINDOW],
 }
+
+/// `Stages::at` of a packet waiting nowhere (table ids stop at 0xfe).
+const NOWHERE: u8 = u8::MAX;
 
 impl Default for Stages {
     fn default() -> Self {
         Stages {
             pending: [0; 4],
-            head: [0; 256],
-            tail: [0; 256],
-            next: [END; WINDOW],
+            at: [NOWHERE; WINDOW],
         }
     }
 }
 
 impl Stages {
-    /// Queues packet `i` at `table` (after the packets already there).
+    /// Queues packet `i` at `table`.
     #[inline(always)]
     fn push(&mut self, table: u8, i: u8) {
         let t = usize::from(table);
-        let bit = 1u64 << (t & 63);
-        let word = &mut self.pending[t >> 6];
-        if *word & bit == 0 {
-            *word |= bit;
-            self.head[t] = i;
-        } else {
-            self.next[usize::from(self.tail[t])] = u16::from(i);
-        }
-        self.tail[t] = i;
-        self.next[usize::from(i)] = END;
+        self.pending[t >> 6] |= 1 << (t & 63);
+        self.at[usize::from(i)] = table;
     }
 
-    /// The lowest table with waiting packets, its packets moved into `sel`.
+    /// The lowest table with waiting packets, its packets among the window's first `n` put
+    /// into `sel`.
     #[inline(always)]
-    fn pop(&mut self, sel: &mut Vec<u8>) -> Option<u8> {
+    fn pop(&mut self, n: usize, sel: &mut Vec<u8>) -> Option<u8> {
         let w = self.pending.iter().position(|w| *w != 0)?;
         let word = self.pending.get_mut(w)?;
         let t = (w * 64) as u8 + word.trailing_zeros() as u8;
         *word &= *word - 1;
         sel.clear();
-        let mut i = u16::from(self.head[usize::from(t)]);
-        while let Ok(p) = u8::try_from(i) {
-            sel.push(p);
-            i = self.next[usize::from(p)];
+        for (i, at) in self.at.iter().take(n).enumerate() {
+            if *at == t {
+                sel.push(i as u8);
+            }
         }
         Some(t)
     }
@@ -313,6 +303,7 @@ fn process_window<S: PacketSink>(
         batch,
         base,
     };
+    w.stages.at.fill(NOWHERE);
     let mut intake = Intake::new(state, lease);
     for i in 0..n.min(WINDOW) as u8 {
         let Some(slot) = w.batch.slot(base + usize::from(i)) else {
@@ -331,7 +322,7 @@ fn process_window<S: PacketSink>(
         p.len = slot.len;
         w.stages.push(0, i);
     }
-    while let Some(table_id) = w.stages.pop(sel) {
+    while let Some(table_id) = w.stages.pop(n, sel) {
         let Some(table) = state.table(table_id) else {
             env.drops.other += sel.len() as u64;
             continue;
