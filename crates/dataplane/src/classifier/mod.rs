@@ -897,8 +897,12 @@ impl<P> Classifier<P> {
                             continue;
                         }
                         let k = key(i);
-                        let h = if large { *h } else { t.hash(k) };
-                        if let Some(e) = t.find_hashed(h, k) {
+                        let found = if large {
+                            t.find_hashed(*h, k)
+                        } else {
+                            t.find_any(k)
+                        };
+                        if let Some(e) = found {
                             let p = i32::from(e.priority);
                             if p > *b {
                                 *b = p;
