@@ -404,17 +404,19 @@ fn batch_lookup_equals_single_lookup() {
 }
 
 /// Every probe strategy of `lookup_batch` (one small tuple with or without a catch-all,
-/// direct probing of small indexes, hash-then-prefetch for large ones, the match-all
-/// shortcut) agrees with a linear scan of the rules, including a catch-all whose priority
-/// lies among the other rules' priorities.
+/// direct probing of small indexes, hash-then-prefetch for large ones, masks wider than the
+/// unrolled probes, the match-all shortcut) agrees with a linear scan of the rules, including
+/// a catch-all whose priority lies among the other rules' priorities.
 #[test]
 fn batch_lookup_agrees_with_linear_scan_at_every_size() {
-    for (rules, two_masks, catch_all) in [
-        (200u32, true, 0u16),
-        (5000, true, 0),
-        (200, false, 3),
-        (200, false, 0),
-        (5000, false, 3),
+    for (rules, two_masks, catch_all, wide) in [
+        (200u32, true, 0u16, false),
+        (5000, true, 0, false),
+        (200, false, 3, false),
+        (200, false, 0, false),
+        (5000, false, 3, false),
+        (200, false, 3, true),
+        (5000, false, 0, true),
     ] {
         let mut c = Classifier::default();
         let mut installed = Vec::new();
@@ -422,6 +424,13 @@ fn batch_lookup_agrees_with_linear_scan_at_every_size() {
             let mut m = mac_rule(i % (rules / 2));
             if two_masks && i % 3 == 0 {
                 m.set(Field::EthType, FieldValue::from(0x0800u16), None);
+            }
+            if wide {
+                // Five mask words: in_port, tunnel_id, eth_dst, ipv4_dst, tcp_dst.
+                m.set(Field::InPort, FieldValue::from(1u32), None);
+                m.set(Field::TunnelId, FieldValue::from(7u64), None);
+                m.set(Field::Ipv4Dst, FieldValue::from(0x0a00_0001u32), None);
+                m.set(Field::TcpDst, FieldValue::from(80u16), None);
             }
             let priority = (i % 5) as u16 + 1;
             c.insert(u64::from(i), priority, &m, i);
@@ -434,8 +443,12 @@ fn batch_lookup_agrees_with_linear_scan_at_every_size() {
             .map(|i| {
                 let b = i.to_be_bytes();
                 FlowKey {
+                    in_port: 1,
+                    tunnel_id: if i % 4 == 1 { 8 } else { 7 },
                     eth_dst: [2, 0, b[0], b[1], b[2], b[3]],
                     eth_type: if i % 2 == 0 { 0x0800 } else { 0x86dd },
+                    ipv4_dst: 0x0a00_0001,
+                    tp_dst: 80,
                     ..FlowKey::default()
                 }
             })

@@ -803,17 +803,15 @@ impl<P> Classifier<P> {
         let pick = |e: Option<&hash::IndexEntry>| all.pick(e);
         // A large index is probed in two passes (hash and prefetch every packet's bucket,
         // then probe) so its cache misses overlap; a small one stays in cache.
-        let hashes = (sub.index.len() > CACHED_INDEX).then(|| scratch.hashes(out.len()));
+        let n = out.len();
+        let hashes = (sub.index.len() > CACHED_INDEX).then(|| scratch.hashes(n));
         match *sub.lanes() {
             [a] => t.probe_all(&[a], key, out, hashes, pick),
             [a, b] => t.probe_all(&[a, b], key, out, hashes, pick),
             [a, b, c] => t.probe_all(&[a, b, c], key, out, hashes, pick),
             [a, b, c, d] => t.probe_all(&[a, b, c, d], key, out, hashes, pick),
-            _ => {
-                for (i, o) in out.iter_mut().enumerate() {
-                    *o = pick(t.find(key(i)));
-                }
-            }
+            // Wider masks are rare: the general search serves them (prefetching too).
+            _ => self.lookup_general(key, out, scratch),
         }
     }
 
