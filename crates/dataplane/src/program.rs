@@ -327,11 +327,19 @@ impl Program {
         }
     }
 
+    /// The InSP instruction (its flag is read first: `rare` lies in the rule's second line).
     pub fn insp(&self) -> Option<&InspStep> {
+        if self.flags & flag::INSP == 0 {
+            return None;
+        }
         self.rare.as_deref().and_then(|r| r.insp.as_ref())
     }
 
+    /// The Write-Metadata instruction (flag first, as for [`Self::insp`]).
     pub fn metadata(&self) -> Option<(u64, u64)> {
+        if self.flags & flag::METADATA == 0 {
+            return None;
+        }
         self.rare.as_deref().and_then(|r| r.metadata)
     }
 
