@@ -50,9 +50,16 @@ fn l4_csum_at(key: &FlowKey) -> Option<(usize, bool)> {
 
 /// Updates the L4 checksum after pseudo-header bytes `old` -> `new` changed.
 fn fix_l4_pseudo(frame: &mut Frame<'_>, key: &FlowKey, old: &[u8], new: &[u8]) {
+    fix_l4_checksum(frame, key, |c| update_bytes(c, old, new));
+}
+
+/// Rewrites the L4 checksum covering the IP pseudo-header, if the packet has one, with
+/// `update(old) -> new` (keeping UDP's "no checksum" zero).
+#[inline(always)]
+fn fix_l4_checksum(frame: &mut Frame<'_>, key: &FlowKey, update: impl FnOnce(u16) -> u16) {
     if let Some((at, udp)) = l4_csum_at(key) {
         fix_csum(frame, at, |c| {
-            let u = update_bytes(c, old, new);
+            let u = update(c);
             if udp {
                 udp_fixup(c, u)
             } else {
@@ -90,16 +97,7 @@ fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new
     addr.copy_from_slice(&new.to_be_bytes());
     let c = update32(u16::from_be_bytes([h[10], h[11]]), old, new).to_be_bytes();
     (h[10], h[11]) = (c[0], c[1]);
-    if let Some((at, udp)) = l4_csum_at(key) {
-        fix_csum(frame, at, |c| {
-            let u = update32(c, old, new);
-            if udp {
-                udp_fixup(c, u)
-            } else {
-                u
-            }
-        });
-    }
+    fix_l4_checksum(frame, key, |c| update32(c, old, new));
 }
 
 /// Set-field on `ipv4_src` (`dst` false) or `ipv4_dst`, the NAT rewrite, without the generic
