@@ -5,9 +5,9 @@
 //!
 //! `cargo bench -p dataplane --bench table2`; `HAIRPIN_BENCH_QUICK=1` for a short run,
 //! `HAIRPIN_BENCH_JSON=path` to also write the results as JSON, `HAIRPIN_BENCH_BATCH=n` to
-//! change the batch size (default 32), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell (`churn`:
-//! only the flow-mod run),
-//! `HAIRPIN_BENCH_PUBLISH_MS` for the barrier interval of the flow-mod run (default 10).
+//! change the batch size (default 32), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell
+//! (`LB,GW:100`: cases and cells; `churn`: only the flow-mod run), `HAIRPIN_BENCH_PUBLISH_MS`
+//! for the barrier interval of the flow-mod run (default 10).
 
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
 use dataplane::counters::{FlowCounters, GroupCounters};
@@ -888,15 +888,20 @@ fn main() {
         "{:<4} {:>7} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7}",
         "case", "flows", "Mpps", "ns/pkt", "median", "wall-Mpps", "target", "out/pkt"
     );
-    // HAIRPIN_BENCH_ONLY=L2:100 restricts the run to one cell (for profiling).
+    // HAIRPIN_BENCH_ONLY=L2:100 restricts the run to one cell (for profiling); a comma
+    // separated list of cells and cases (`LB,GW:100`) to several.
     let only = std::env::var("HAIRPIN_BENCH_ONLY").ok();
     // HAIRPIN_BENCH_PACKETS=n runs exactly n packets per cell, untimed (for instruction
     // counts under callgrind: divide `process`'s inclusive cost by n).
     let count: Option<u64> = std::env::var("HAIRPIN_BENCH_PACKETS")
         .ok()
         .and_then(|v| v.parse().ok());
-    let selected =
-        |name: &str, n: usize| only.as_deref().is_none_or(|o| o == format!("{name}:{n}"));
+    let selected = |name: &str, n: usize| {
+        only.as_deref().is_none_or(|o| {
+            o.split(',')
+                .any(|c| c == name || c == format!("{name}:{n}"))
+        })
+    };
     let mut json = Vec::new();
     for (name, build_pipeline, target) in builders {
         for n in SIZES {

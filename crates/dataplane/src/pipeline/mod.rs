@@ -55,7 +55,7 @@ pub(crate) struct Scratch {
     sets: Box<[ActionSet; WINDOW]>,
     stages: Stages,
     /// The packets of the current stage.
-    sel: Vec<u8>,
+    sel: Selection,
     /// Each selected packet's matched rule slot.
     slots: Vec<u32>,
     lookup: LookupScratch,
@@ -89,7 +89,7 @@ impl Scratch {
             pkts: window_array(PacketState::default()),
             sets: window_array(ActionSet::default()),
             stages: Stages::default(),
-            sel: Vec::with_capacity(WINDOW),
+            sel: Selection::default(),
             slots: vec![NO_RULE; WINDOW],
             lookup: LookupScratch::default(),
             parse: ParseStats::default(),
@@ -103,6 +103,36 @@ impl Scratch {
 
     pub fn parse_stats(&self) -> &ParseStats {
         &self.parse
+    }
+}
+
+/// Some of the window's packets (or positions), in order.
+#[derive(Debug)]
+struct Selection {
+    idx: [u8; WINDOW],
+    len: usize,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection {
+            idx: [0; WINDOW],
+            len: 0,
+        }
+    }
+}
+
+impl Selection {
+    /// Appends `i` if `keep`, without a branch: which packets are kept depends on their
+    /// data, and a mispredicted branch per packet costs more than the store.
+    #[inline(always)]
+    fn push_if(&mut self, i: u8, keep: bool) {
+        self.idx[self.len & (WINDOW - 1)] = i;
+        self.len += usize::from(keep);
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        self.idx.get(..self.len).unwrap_or(&self.idx)
     }
 }
 
@@ -129,27 +159,25 @@ impl Default for Stages {
 }
 
 impl Stages {
-    /// Queues packet `i` at `table`.
+    /// Queues packet `i` at table `next`, or nowhere for [`NOWHERE`] (without a branch).
     #[inline(always)]
-    fn push(&mut self, table: u8, i: u8) {
-        let t = usize::from(table);
-        self.pending[t >> 6] |= 1 << (t & 63);
-        self.at[usize::from(i)] = table;
+    fn push(&mut self, next: u8, i: u8) {
+        let t = usize::from(next);
+        self.pending[t >> 6] |= u64::from(next != NOWHERE) << (t & 63);
+        self.at[usize::from(i)] = next;
     }
 
     /// The lowest table with waiting packets, its packets among the window's first `n` put
     /// into `sel`.
     #[inline(always)]
-    fn pop(&mut self, n: usize, sel: &mut Vec<u8>) -> Option<u8> {
+    fn pop(&mut self, n: usize, sel: &mut Selection) -> Option<u8> {
         let w = self.pending.iter().position(|w| *w != 0)?;
         let word = self.pending.get_mut(w)?;
         let t = (w * 64) as u8 + word.trailing_zeros() as u8;
         *word &= *word - 1;
-        sel.clear();
+        sel.len = 0;
         for (i, at) in self.at.iter().take(n).enumerate() {
-            if *at == t {
-                sel.push(i as u8);
-            }
+            sel.push_if(i as u8, *at == t);
         }
         Some(t)
     }
@@ -323,21 +351,24 @@ fn process_window<S: PacketSink>(
         w.stages.push(0, i);
     }
     while let Some(table_id) = w.stages.pop(n, sel) {
+        let picked = sel.as_slice();
         let Some(table) = state.table(table_id) else {
-            env.drops.other += sel.len() as u64;
+            env.drops.other += picked.len() as u64;
             continue;
         };
         let pkts = &*w.pkts;
         table.lookup_batch(
-            sel.len(),
+            picked.len(),
             |k| {
-                sel.get(k)
+                picked
+                    .get(k)
                     .map_or(&ZERO_WORDS, |&i| pkts[usize::from(i)].key.words())
             },
             slots,
             lookup,
         );
-        let hits = slots.get(..sel.len()).unwrap_or(&[]);
+        let hits = slots.get(..picked.len()).unwrap_or(&[]);
+        w.tally.lookups(table_id, picked.len());
         if table.is_large() {
             // Start loading every matched rule before touching any, so their cache misses
             // overlap; counters follow a few packets ahead (their address is in the rule).
@@ -347,14 +378,14 @@ fn process_window<S: PacketSink>(
             for &s in hits.iter().take(COUNTERS_AHEAD) {
                 prefetch_counters(table, s);
             }
-            for (k, (&i, &s)) in sel.iter().zip(hits).enumerate() {
+            for (k, (&i, &s)) in picked.iter().zip(hits).enumerate() {
                 if let Some(&ahead) = hits.get(k + COUNTERS_AHEAD) {
                     prefetch_counters(table, ahead);
                 }
                 w.visit(&mut env, table, table_id, i, s);
             }
         } else {
-            for (&i, &s) in sel.iter().zip(hits) {
+            for (&i, &s) in picked.iter().zip(hits) {
                 w.visit(&mut env, table, table_id, i, s);
             }
         }
@@ -385,7 +416,6 @@ impl Window<'_> {
         slot: u32,
     ) {
         let p = &mut self.pkts[usize::from(i)];
-        self.tally.lookup(table_id);
         let Some(rule) = table.rule(slot) else {
             self.tally.miss(table_id);
             env.drops.no_match += 1;
@@ -395,7 +425,7 @@ impl Window<'_> {
         entry.counters.hit(env.lease, u64::from(p.len), env.now);
         let program = &entry.program;
         let next = if program.flags & flag::GOTO_ONLY != 0 {
-            program.goto()
+            program.goto
         } else {
             let buf = self.batch.slot_buffer_mut(self.base + usize::from(i));
             let Some(mut frame) = buf.and_then(|b| Frame::new(b, p.start as usize, p.len as usize))
@@ -406,11 +436,11 @@ impl Window<'_> {
             let next = exec::run_entry(env, &mut frame, &mut p.key, set, entry, table_id);
             p.start = frame.start() as u32;
             p.len = frame.len() as u32;
-            next
+            next.unwrap_or(NOWHERE)
         };
-        if let Some(g) = next.filter(|g| *g > table_id) {
-            self.stages.push(g, i);
-        }
+        // Goto-table only goes forward (a stage is never revisited).
+        self.stages
+            .push(if next > table_id { next } else { NOWHERE }, i);
     }
 }
 
@@ -435,10 +465,10 @@ impl Default for Tally {
 
 impl Tally {
     #[inline(always)]
-    fn lookup(&mut self, table: u8) {
+    fn lookups(&mut self, table: u8, n: usize) {
         let t = usize::from(table);
         self.touched[t >> 6] |= 1 << (t & 63);
-        self.lookups[t] += 1;
+        self.lookups[t] += n as u64;
     }
 
     #[inline(never)]
