@@ -470,3 +470,54 @@ fn batch_lookup_agrees_with_linear_scan_at_every_size() {
         }
     }
 }
+
+/// Subtables whose rules all name an ingress port are skipped for packets from other ports;
+/// the filter follows inserts and removals, so a port's packets find its rules as soon as
+/// one exists and fall through once none is left.
+#[test]
+fn subtables_keyed_on_in_port_are_skipped_for_other_ports() {
+    let rule = |p: u32, ty: Option<u16>| {
+        let mut m = Match::any();
+        m.set(Field::InPort, FieldValue::from(p), None);
+        if let Some(t) = ty {
+            m.set(Field::EthType, FieldValue::from(t), None);
+        }
+        m
+    };
+    let mut c = Classifier::default();
+    c.insert(1, 10, &rule(1, Some(0x0800)), 1);
+    c.insert(2, 10, &rule(2, None), 2);
+    c.insert(3, 0, &Match::any(), 3);
+    // Port 65 shares port 1's bucket of the 64-bucket filter: the probe decides.
+    c.insert(65, 10, &rule(65, Some(0x0806)), 65);
+    assert_eq!(c.kind(), Kind::TupleSpace);
+    let key = |p: u32, ty: u16| FlowKey {
+        in_port: p,
+        eth_type: ty,
+        ..FlowKey::default()
+    };
+    let find = |c: &Classifier<u64>, k: &FlowKey| {
+        let mut out = [0u32];
+        c.lookup_batch(1, |_| k.words(), &mut out, &mut Default::default());
+        let batch = c.rule(out[0]).map(|r| r.payload);
+        assert_eq!(
+            c.lookup(k.words())
+                .and_then(|s| c.rule(s))
+                .map(|r| r.payload),
+            batch
+        );
+        batch
+    };
+    assert_eq!(find(&c, &key(1, 0x0800)), Some(1));
+    assert_eq!(find(&c, &key(1, 0x0806)), Some(3));
+    assert_eq!(find(&c, &key(65, 0x0806)), Some(65));
+    assert_eq!(find(&c, &key(2, 0x0806)), Some(2));
+    assert_eq!(find(&c, &key(7, 0x0800)), Some(3));
+    c.remove(2);
+    assert_eq!(find(&c, &key(2, 0x0806)), Some(3));
+    c.insert(7, 10, &rule(7, None), 7);
+    assert_eq!(find(&c, &key(7, 0x0800)), Some(7));
+    c.remove(1);
+    assert_eq!(find(&c, &key(1, 0x0800)), Some(3));
+    assert_eq!(find(&c, &key(65, 0x0806)), Some(65));
+}

@@ -571,3 +571,44 @@ fn a_large_table_between_small_ones_keeps_every_packet_and_its_match() {
     assert_eq!(table(1), (90, matched));
     assert_eq!(table(2), (matched, matched));
 }
+
+/// An in_port table 0 is looked up as packets arrive: a port whose entry only sends packets on
+/// skips the table's stage, a port whose entry has actions runs them there, a port without an
+/// entry is a table miss; flow and table counters are those of a lookup in the stage.
+#[test]
+fn an_in_port_table_zero_sends_packets_on_as_they_arrive() {
+    let (mut w, mut r) = datapath(4);
+    let onward = add_flow(
+        &mut w,
+        0,
+        1,
+        10,
+        m(&[(Field::InPort, 1)]),
+        vec![Instruction::GotoTable(3)],
+    );
+    let direct = add_flow(
+        &mut w,
+        0,
+        2,
+        10,
+        m(&[(Field::InPort, 2)]),
+        vec![apply(vec![out(4)])],
+    );
+    let next = add_flow(&mut w, 3, 3, 10, Match::any(), vec![apply(vec![out(2)])]);
+    w.publish();
+    let frames: Vec<(u32, Vec<u8>)> = [1, 2, 1, 3, 1, 2].iter().map(|&p| (p, pkt())).collect();
+    let rec = send(&mut r, 5, &frames);
+    let mut ports = rec.ports();
+    ports.sort_unstable();
+    assert_eq!(ports, vec![2, 2, 2, 4, 4]);
+    let len = pkt().len() as u64;
+    assert_eq!((onward.packets(), onward.bytes()), (3, 3 * len));
+    assert_eq!((direct.packets(), direct.bytes()), (2, 2 * len));
+    assert_eq!(next.packets(), 3);
+    let table = |t: u8| {
+        let c = r.shared().table_counters(t).unwrap();
+        (c.lookups(), c.matches())
+    };
+    assert_eq!(table(0), (6, 5));
+    assert_eq!(table(3), (3, 3));
+}

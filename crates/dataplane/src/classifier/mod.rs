@@ -411,7 +411,7 @@ impl<P> Classifier<P> {
         let Some(Some(sub)) = self.subtables.get_mut(sub_id as usize) else {
             return;
         };
-        sub.count_rule(priority);
+        sub.count_rule(priority, &key);
         let h = sub.hash(&key);
         let head = find_head(&self.keys, sub, h, &key);
         match head {
@@ -449,7 +449,7 @@ impl<P> Classifier<P> {
         let Some(Some(sub)) = self.subtables.get_mut(sub_id as usize) else {
             return None;
         };
-        sub.uncount_rule(priority);
+        sub.uncount_rule(priority, &key);
         let h = sub.hash(&key);
         if let Some(head) = find_head(&self.keys, sub, h, &key) {
             let new_head = chain_remove(&mut self.rules, head, slot);
@@ -630,6 +630,27 @@ impl<P> Classifier<P> {
             .get((v >> shift) as usize)
             .copied()
             .unwrap_or(miss)
+    }
+
+    /// Whether [`Self::lookup_direct`] answers.
+    pub fn is_direct(&self) -> bool {
+        matches!(self.plan, Plan::Direct { .. })
+    }
+
+    /// The slot of the rule matching `key` (or [`NO_RULE`]) when the table is direct-indexed,
+    /// `None` otherwise: such a lookup is one array load, cheap enough to make as a packet
+    /// arrives.
+    #[inline(always)]
+    pub fn lookup_direct(&self, key: &Words) -> Option<u32> {
+        match self.plan {
+            Plan::Direct {
+                at,
+                shift,
+                mask,
+                miss,
+            } => Some(self.direct(at, shift, mask, miss, key)),
+            _ => None,
+        }
     }
 
     /// The highest-priority rule matching `key` (ties: a fixed, deterministic choice).
@@ -879,7 +900,7 @@ impl<P> Classifier<P> {
                     let large = sub.index.len() > CACHED_INDEX;
                     if large {
                         for (i, (h, b)) in hashes.iter_mut().zip(best.iter()).enumerate() {
-                            if *b < max {
+                            if *b < max && sub.may_match(key(i)) {
                                 *h = t.hash(key(i));
                                 t.index.prefetch(*h);
                             }
@@ -891,10 +912,10 @@ impl<P> Classifier<P> {
                         .zip(out.iter_mut())
                         .enumerate()
                     {
-                        if *b >= max {
+                        let k = key(i);
+                        if *b >= max || !sub.may_match(k) {
                             continue;
                         }
-                        let k = key(i);
                         let found = if large {
                             t.find_hashed(*h, k)
                         } else {

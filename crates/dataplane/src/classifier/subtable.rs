@@ -2,7 +2,7 @@
 //! its masked key.
 
 use super::hash::{hash_lanes, Lane, RawIndex, Seed};
-use crate::key::KEY_WORDS;
+use crate::key::{FlowKey, KEY_WORDS};
 use std::collections::BTreeMap;
 
 /// Key or mask words.
@@ -26,6 +26,66 @@ pub struct Subtable {
     /// Position and mask of the first significant word (`word0`), 0 and 0 when none.
     first: usize,
     first_mask: u64,
+    ports: PortFilter,
+}
+
+/// The ingress ports a subtable's rules match, folded to 64 buckets, when its mask covers
+/// in_port entirely (as the tables of a port-based pipeline do): a packet from a port no rule
+/// names skips the subtable without hashing. Without in_port in the mask, every packet may
+/// match.
+#[derive(Clone, Debug)]
+struct PortFilter {
+    /// Rules per bucket (`in_port % 64`), or `None` when the mask does not cover in_port.
+    rules: Option<Box<[u32; 64]>>,
+    /// Buckets with rules (all bits when not filtering).
+    bits: u64,
+}
+
+/// The key word holding `in_port`, and the position of its lowest bit in that word.
+const IN_PORT_AT: (usize, u32) = {
+    let offset = core::mem::offset_of!(FlowKey, in_port);
+    let byte = (offset % 8) as u32;
+    let shift = if cfg!(target_endian = "little") {
+        byte * 8
+    } else {
+        64 - 32 - byte * 8
+    };
+    (offset / 8, shift)
+};
+
+/// The in_port of `key` folded to its filter bucket.
+#[inline(always)]
+fn port_bucket(key: &Words) -> u32 {
+    let (at, shift) = IN_PORT_AT;
+    (key.get(at).copied().unwrap_or(0) >> shift) as u32 & 63
+}
+
+impl PortFilter {
+    fn new(mask: &Words) -> Self {
+        let (at, shift) = IN_PORT_AT;
+        let covers = mask
+            .get(at)
+            .is_some_and(|w| (w >> shift) as u32 == u32::MAX);
+        PortFilter {
+            rules: covers.then(|| Box::new([0; 64])),
+            bits: if covers { 0 } else { u64::MAX },
+        }
+    }
+
+    fn add(&mut self, key: &Words, delta: i32) {
+        if let Some(rules) = &mut self.rules {
+            let bucket = port_bucket(key) as usize;
+            if let Some(n) = rules.get_mut(bucket) {
+                *n = n.saturating_add_signed(delta);
+                let bit = 1u64 << bucket;
+                self.bits = if *n == 0 {
+                    self.bits & !bit
+                } else {
+                    self.bits | bit
+                };
+            }
+        }
+    }
 }
 
 impl Subtable {
@@ -60,6 +120,7 @@ impl Subtable {
             seq,
             first,
             first_mask,
+            ports: PortFilter::new(&mask),
         }
     }
 
@@ -73,11 +134,15 @@ impl Subtable {
         self.prios.first_key_value().map_or(0, |(p, _)| *p)
     }
 
-    pub fn count_rule(&mut self, priority: u16) {
+    /// Accounts for a new rule with masked key `key`.
+    pub fn count_rule(&mut self, priority: u16, key: &Words) {
         *self.prios.entry(priority).or_insert(0) += 1;
+        self.ports.add(key, 1);
     }
 
-    pub fn uncount_rule(&mut self, priority: u16) {
+    /// Accounts for the removal of a rule with masked key `key`.
+    pub fn uncount_rule(&mut self, priority: u16, key: &Words) {
+        self.ports.add(key, -1);
         if let Some(n) = self.prios.get_mut(&priority) {
             *n -= 1;
             if *n == 0 {
@@ -88,6 +153,12 @@ impl Subtable {
 
     pub fn is_empty(&self) -> bool {
         self.prios.is_empty()
+    }
+
+    /// False when no rule can match a packet with `key` because none names its in_port.
+    #[inline(always)]
+    pub fn may_match(&self, key: &Words) -> bool {
+        self.ports.bits & (1 << port_bucket(key)) != 0
     }
 
     /// The mask's significant words with their hash multipliers.
