@@ -572,11 +572,11 @@ fn a_large_table_between_small_ones_keeps_every_packet_and_its_match() {
     assert_eq!(table(2), (matched, matched));
 }
 
-/// An in_port table 0 is looked up as packets arrive: a port whose entry only sends packets on
-/// skips the table's stage, a port whose entry has actions runs them there, a port without an
-/// entry is a table miss; flow and table counters are those of a lookup in the stage.
+/// An in_port table 0 (direct-indexed): a port whose entry only sends packets on, a port whose
+/// entry has actions and a port without an entry (a table miss) in one batch, with exact flow
+/// and table counters.
 #[test]
-fn an_in_port_table_zero_sends_packets_on_as_they_arrive() {
+fn an_in_port_table_zero_sends_each_port_its_own_way() {
     let (mut w, mut r) = datapath(4);
     let onward = add_flow(
         &mut w,

@@ -632,27 +632,6 @@ impl<P> Classifier<P> {
             .unwrap_or(miss)
     }
 
-    /// Whether [`Self::lookup_direct`] answers.
-    pub fn is_direct(&self) -> bool {
-        matches!(self.plan, Plan::Direct { .. })
-    }
-
-    /// The slot of the rule matching `key` (or [`NO_RULE`]) when the table is direct-indexed,
-    /// `None` otherwise: such a lookup is one array load, cheap enough to make as a packet
-    /// arrives.
-    #[inline(always)]
-    pub fn lookup_direct(&self, key: &Words) -> Option<u32> {
-        match self.plan {
-            Plan::Direct {
-                at,
-                shift,
-                mask,
-                miss,
-            } => Some(self.direct(at, shift, mask, miss, key)),
-            _ => None,
-        }
-    }
-
     /// The highest-priority rule matching `key` (ties: a fixed, deterministic choice).
     pub fn lookup(&self, key: &Words) -> Option<u32> {
         let mut best: Option<(u16, u32)> = None;

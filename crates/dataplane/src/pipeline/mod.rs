@@ -333,7 +333,6 @@ fn process_window<S: PacketSink>(
     };
     w.stages.at.fill(NOWHERE);
     let mut intake = Intake::new(state, lease);
-    let direct0 = state.table(0).filter(|t| t.is_direct());
     for i in 0..n.min(WINDOW) as u8 {
         let Some(slot) = w.batch.slot(base + usize::from(i)) else {
             continue;
@@ -349,13 +348,7 @@ fn process_window<S: PacketSink>(
         w.sets[usize::from(i)].clear();
         p.start = slot.start;
         p.len = slot.len;
-        match direct0 {
-            Some(t) => {
-                let next = w.pass_direct(t, i, lease, now);
-                w.stages.push(next, i);
-            }
-            None => w.stages.push(0, i),
-        }
+        w.stages.push(0, i);
     }
     while let Some(table_id) = w.stages.pop(n, sel) {
         let picked = sel.as_slice();
@@ -411,33 +404,6 @@ struct Window<'w> {
 }
 
 impl Window<'_> {
-    /// Where packet `i` goes from a direct-indexed table 0 (an in_port table, typically)
-    /// looked up as it arrives: an entry that only sends it on is counted here and its next
-    /// table returned, sparing the packet table 0's stage; any other case returns 0.
-    #[inline(always)]
-    fn pass_direct(
-        &mut self,
-        table: &Classifier<FlowEntry>,
-        i: u8,
-        lease: &ShardLease,
-        now: u64,
-    ) -> u8 {
-        let p = &self.pkts[usize::from(i)];
-        let Some(rule) = table
-            .lookup_direct(p.key.words())
-            .and_then(|s| table.rule(s))
-        else {
-            return 0;
-        };
-        let entry = &rule.payload;
-        if entry.program.flags & flag::GOTO_ONLY == 0 || entry.program.goto == 0 {
-            return 0;
-        }
-        entry.counters.hit(lease, u64::from(p.len), now);
-        self.tally.lookups(0, 1);
-        entry.program.goto
-    }
-
     /// Runs packet `i`'s entry in `slot` of table `table_id` and queues the packet at the
     /// table its goto names.
     #[inline(always)]
