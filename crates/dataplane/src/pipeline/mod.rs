@@ -159,6 +159,43 @@ impl Default for Stages {
 }
 
 impl Stages {
+    /// Puts the packets among the first `n` that wait at `t` into `sel`, one step per entry.
+    #[inline(always)]
+    fn select(&self, t: u8, n: usize, sel: &mut Selection) {
+        for (i, at) in self.at.iter().take(n).enumerate() {
+            sel.push_if(i as u8, *at == t);
+        }
+    }
+
+    /// [`Self::select`] for a stage of few packets (a gateway's per-customer tables): sixteen
+    /// entries are compared at once and the loop runs once per packet found.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn select_few(&self, t: u8, n: usize, sel: &mut Selection) {
+        use core::arch::x86_64::{
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        for (c, chunk) in self.at.chunks_exact(16).take(n.div_ceil(16)).enumerate() {
+            // Entries at or after `n` hold NOWHERE (never a table), so whole chunks are read.
+            // SAFETY: SSE2 is part of the x86_64 baseline; `chunk` is 16 readable bytes and
+            // the load has no alignment requirement.
+            let mut found = unsafe {
+                let v = _mm_loadu_si128(chunk.as_ptr().cast());
+                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(t as i8))) as u32
+            };
+            while found != 0 {
+                sel.push_if((c * 16 + found.trailing_zeros() as usize) as u8, true);
+                found &= found - 1;
+            }
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    fn select_few(&self, t: u8, n: usize, sel: &mut Selection) {
+        self.select(t, n, sel);
+    }
+
     /// Queues packet `i` at table `next`, or nowhere for [`NOWHERE`] (without a branch).
     #[inline(always)]
     fn push(&mut self, next: u8, i: u8) {
@@ -176,8 +213,12 @@ impl Stages {
         let t = (w * 64) as u8 + word.trailing_zeros() as u8;
         *word &= *word - 1;
         sel.len = 0;
-        for (i, at) in self.at.iter().take(n).enumerate() {
-            sel.push_if(i as u8, *at == t);
+        // With packets spread over several more tables, this stage has few of them.
+        let spread = self.pending.iter().map(|w| w.count_ones()).sum::<u32>() >= 2;
+        if spread {
+            self.select_few(t, n, sel);
+        } else {
+            self.select(t, n, sel);
         }
         Some(t)
     }
