@@ -106,7 +106,7 @@ impl Scratch {
     }
 }
 
-/// Some of the window's packets (or positions), in order.
+/// Some of the window's packets, in window order.
 #[derive(Debug)]
 struct Selection {
     idx: [u8; WINDOW],
