@@ -286,8 +286,7 @@ impl Program {
         }
         p.has_slow = !slow.is_empty();
         rare.slow = slow.into();
-        let needed = p.spilled || !rare.slow.is_empty() || rare.insp.is_some();
-        if needed || rare.metadata.is_some() {
+        if p.spilled || p.has_slow || rare.insp.is_some() || rare.metadata.is_some() {
             p.rare = Some(Arc::new(rare));
         }
         p

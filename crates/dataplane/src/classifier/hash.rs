@@ -48,6 +48,12 @@ pub struct Lane {
 }
 
 impl Lane {
+    /// This lane's word of `key` under the mask.
+    #[inline(always)]
+    pub fn word(&self, key: &[u64]) -> u64 {
+        key.get(self.at).copied().unwrap_or(0) & self.mask
+    }
+
     /// Folds the masked word `w` into the running hash `h`.
     #[inline(always)]
     pub fn mix(&self, h: u64, w: u64) -> u64 {
@@ -87,8 +93,7 @@ impl Seed {
 pub fn hash_lanes(seed: Seed, key: &[u64], lanes: &[Lane]) -> u64 {
     let mut h = seed.a;
     for l in lanes {
-        let w = key.get(l.at).copied().unwrap_or(0) & l.mask;
-        h = l.mix(h, w);
+        h = l.mix(h, l.word(key));
     }
     seed.finish(h)
 }
@@ -101,7 +106,7 @@ pub fn hash_masked(seed: Seed, key: &[u64], mask: &[u64], words: &[u8]) -> u64 {
     for &i in words {
         let i = usize::from(i);
         let l = seed.lane(i, mask.get(i).copied().unwrap_or(0));
-        h = l.mix(h, key.get(i).copied().unwrap_or(0) & l.mask);
+        h = l.mix(h, l.word(key));
     }
     seed.finish(h)
 }

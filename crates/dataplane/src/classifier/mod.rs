@@ -131,13 +131,7 @@ enum Plan {
     /// One tuple over a single narrow-valued field (an in_port, EtherType or VLAN table):
     /// the classifier's `direct` array, indexed by the field's value, holds the answer for
     /// every value (the rule, or the catch-all below it).
-    Direct {
-        at: u8,
-        shift: u8,
-        mask: u64,
-        /// The answer for values beyond the array (the catch-all or [`NO_RULE`]).
-        miss: u32,
-    },
+    Direct(DirectPlan),
     /// One subtable with a non-empty mask (an exact-match table), above an optional
     /// catch-all: one probe per packet.
     Tuple {
@@ -150,6 +144,16 @@ enum Plan {
     },
     /// Priority-ordered tuple space search.
     General,
+}
+
+/// Where [`Plan::Direct`] reads the field, and its answer beyond the array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DirectPlan {
+    at: u8,
+    shift: u8,
+    mask: u64,
+    /// The answer for values beyond the array (the catch-all or [`NO_RULE`]).
+    miss: u32,
 }
 
 /// A subtable with what a probe needs at hand (its index view and the rule keys).
@@ -188,7 +192,7 @@ impl<'s> Tuple<'s> {
         let mut words = [0u64; L];
         let mut h = seed.a();
         for (w, l) in words.iter_mut().zip(lanes) {
-            *w = key.get(l.at).copied().unwrap_or(0) & l.mask;
+            *w = l.word(key);
             h = l.mix(h, *w);
         }
         (words, seed.finish(h))
@@ -339,7 +343,7 @@ impl<P> Classifier<P> {
 
     /// The structure lookups currently use.
     pub fn kind(&self) -> Kind {
-        if matches!(self.plan, Plan::Direct { .. }) {
+        if matches!(self.plan, Plan::Direct(_)) {
             return Kind::Direct;
         }
         match (self.order.len(), &self.lpm) {
@@ -614,22 +618,22 @@ impl<P> Classifier<P> {
                 *cell = all.pick(Some(e));
             }
         }
-        self.plan = Plan::Direct {
+        self.plan = Plan::Direct(DirectPlan {
             at: lane.at as u8,
             shift: shift as u8,
             mask: lane.mask,
             miss: all.slot,
-        };
+        });
     }
 
     /// The direct array's answer for `key`.
     #[inline(always)]
-    fn direct(&self, at: u8, shift: u8, mask: u64, miss: u32, key: &Words) -> u32 {
-        let v = key.get(usize::from(at)).copied().unwrap_or(0) & mask;
+    fn direct(&self, plan: DirectPlan, key: &Words) -> u32 {
+        let v = key.get(usize::from(plan.at)).copied().unwrap_or(0) & plan.mask;
         self.direct
-            .get((v >> shift) as usize)
+            .get((v >> plan.shift) as usize)
             .copied()
-            .unwrap_or(miss)
+            .unwrap_or(plan.miss)
     }
 
     /// The highest-priority rule matching `key` (ties: a fixed, deterministic choice).
@@ -730,12 +734,7 @@ impl<P> Classifier<P> {
     pub fn lookup_one(&self, key: &Words) -> u32 {
         match self.plan {
             Plan::Empty => NO_RULE,
-            Plan::Direct {
-                at,
-                shift,
-                mask,
-                miss,
-            } => self.direct(at, shift, mask, miss, key),
+            Plan::Direct(plan) => self.direct(plan, key),
             Plan::Tuple { sub, all } => {
                 let Some(Some(sub)) = self.subtables.get(sub as usize) else {
                     return NO_RULE;
@@ -769,14 +768,9 @@ impl<P> Classifier<P> {
         let out = out.get_mut(..n).unwrap_or_default();
         match self.plan {
             Plan::Empty => out.fill(NO_RULE),
-            Plan::Direct {
-                at,
-                shift,
-                mask,
-                miss,
-            } => {
+            Plan::Direct(plan) => {
                 for (i, o) in out.iter_mut().enumerate() {
-                    *o = self.direct(at, shift, mask, miss, key(i));
+                    *o = self.direct(plan, key(i));
                 }
             }
             Plan::Tuple { sub, all } => match self.subtables.get(sub as usize) {

@@ -193,10 +193,7 @@ impl Subtable {
             .get(1..)
             .unwrap_or(&[])
             .iter()
-            .all(|l| match (key.get(l.at), rule.get(l.at)) {
-                (Some(k), Some(r)) => k & l.mask == *r,
-                _ => false,
-            })
+            .all(|l| rule.get(l.at) == Some(&l.word(key)))
     }
 
     /// Whether `key & mask` equals the masked rule key `rule` on the significant words.

@@ -10,7 +10,7 @@ use crate::group::{self, Choice};
 use crate::ir::{port, Action};
 use crate::key::{Field, FieldValue, FlowKey, ParseDepth};
 use crate::meter::{increase_drop_precedence, MeterVerdict};
-use crate::program::{flag, op_for, Op, NO_GOTO};
+use crate::program::{flag, op_for, Op, OpList, NO_GOTO};
 use crate::state::FlowEntry;
 
 /// Most buckets one group executes.
@@ -396,10 +396,7 @@ fn run_group<S: PacketSink>(
         // The next hop of a route: its one bucket on the packet itself.
         entry.counters.group.add(env.lease, 1, len);
         counter.add(env.lease, 1, len);
-        let mut bucket_meta = *meta;
-        env.depth -= 1;
-        run_sorted(env, frame, key, &mut bucket_meta, &bucket.ops, &bucket.slow);
-        env.depth += 1;
+        run_bucket_in_place(env, frame, key, meta, bucket);
         return;
     }
     let (first, n) = match entry.kind {
@@ -430,12 +427,10 @@ fn run_group<S: PacketSink>(
         if let Some(c) = entry.counters.buckets.get(b) {
             c.add(env.lease, 1, len);
         }
-        let mut bucket_meta = *meta;
         if in_place && k + 1 == n && env.depth > 0 {
-            env.depth -= 1;
-            run_sorted(env, frame, key, &mut bucket_meta, &bucket.ops, &bucket.slow);
-            env.depth += 1;
+            run_bucket_in_place(env, frame, key, meta, bucket);
         } else {
+            let mut bucket_meta = *meta;
             let mut copy_key = *key;
             with_copy(env, frame.bytes(), |env, copy| {
                 run_sorted(
@@ -449,6 +444,22 @@ fn run_group<S: PacketSink>(
             });
         }
     }
+}
+
+/// Runs `bucket` on the packet itself, one nesting level down (the caller checked that
+/// a level is left).
+#[inline(always)]
+fn run_bucket_in_place<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    frame: &mut Frame<'_>,
+    key: &mut FlowKey,
+    meta: &Meta,
+    bucket: &OpList,
+) {
+    let mut bucket_meta = *meta;
+    env.depth -= 1;
+    run_sorted(env, frame, key, &mut bucket_meta, &bucket.ops, &bucket.slow);
+    env.depth += 1;
 }
 
 /// Runs IR actions in list order (packet-out, InSP).
