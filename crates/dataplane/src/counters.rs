@@ -8,7 +8,7 @@
 //! `fetch_add`. Readers of statistics sum the shards.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Number of counter shards (the last one is shared by readers without a private shard).
 pub const SHARDS: usize = 4;
@@ -107,69 +107,147 @@ impl ShardedPair {
     }
 }
 
-/// One reader shard of a flow's counters: everything a hit updates in 32 bytes.
+/// Flows whose counters share one allocation.
+const CHUNK_FLOWS: usize = 256;
+
+/// A flow's packets and bytes as one reader counts them.
 #[derive(Debug, Default)]
-#[repr(C, align(32))]
-struct FlowShard {
+#[repr(C)]
+struct Cell {
     packets: AtomicU64,
     bytes: AtomicU64,
-    last_hit_ns: AtomicU64,
 }
 
-/// Per flow entry counters (shared between the switch core and the datapath). A hit touches
-/// only its reader's 32-byte shard: one cache line, never written by another reader.
-#[derive(Debug, Default)]
+/// The counters of [`CHUNK_FLOWS`] flows, shard-major: a reader's cells of neighbouring flows
+/// are packed four to a cache line (a large table's counters stay dense in the cache), and
+/// no two readers write one line.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct Chunk {
+    shards: [[Cell; CHUNK_FLOWS]; SHARDS],
+}
+
+/// Free cells of all flow counters of the process. Chunks are allocated on demand and
+/// never freed (a freed flow's cells go back on this list), so a cell reference is
+/// `'static` and the datapath keeps a bare pointer to it.
+static FREE_CELLS: Mutex<Vec<CounterCell>> = Mutex::new(Vec::new());
+
+/// Where a flow's counters live: its shard-0 cell, which the datapath keeps in the rule's hot
+/// line (the other shards' cells follow at a fixed stride).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CounterCell(&'static Cell);
+
+impl CounterCell {
+    fn alloc() -> Self {
+        let mut free = FREE_CELLS.lock().unwrap_or_else(PoisonError::into_inner);
+        if free.is_empty() {
+            let chunk: &'static Chunk = Box::leak(Box::new(Chunk {
+                shards: std::array::from_fn(|_| std::array::from_fn(|_| Cell::default())),
+            }));
+            free.extend(chunk.shards[0].iter().rev().map(CounterCell));
+        }
+        let cell = free
+            .pop()
+            .unwrap_or_else(|| unreachable!("a new chunk was just added"));
+        drop(free);
+        for c in cell.shards() {
+            c.packets.store(0, Relaxed);
+            c.bytes.store(0, Relaxed);
+        }
+        cell
+    }
+
+    /// The cell of `shard`.
+    #[inline(always)]
+    fn shard(self, shard: usize) -> &'static Cell {
+        // SAFETY: `self.0` is `shards[0][slot]` of a leaked `Chunk`, whose `repr(C)` rows of
+        // `CHUNK_FLOWS` cells follow each other: `shards[shard][slot]` lies `shard *
+        // CHUNK_FLOWS` cells further, inside the chunk for `shard < SHARDS`.
+        unsafe { &*std::ptr::from_ref(self.0).add((shard % SHARDS) * CHUNK_FLOWS) }
+    }
+
+    fn shards(self) -> impl Iterator<Item = &'static Cell> {
+        (0..SHARDS).map(move |s| self.shard(s))
+    }
+
+    /// Hints the CPU to load the lease's cell.
+    #[inline(always)]
+    pub(crate) fn prefetch(self, lease: &ShardLease) {
+        crate::classifier::hash::prefetch_read(self.shard(lease.shard()));
+    }
+
+    /// Counts a packet of `bytes` in the lease's cell.
+    #[inline(always)]
+    pub(crate) fn hit(self, lease: &ShardLease, bytes: u64) {
+        let c = self.shard(lease.shard());
+        if lease.exclusive() {
+            c.packets
+                .store(c.packets.load(Relaxed).wrapping_add(1), Relaxed);
+            c.bytes
+                .store(c.bytes.load(Relaxed).wrapping_add(bytes), Relaxed);
+        } else {
+            c.packets.fetch_add(1, Relaxed);
+            c.bytes.fetch_add(bytes, Relaxed);
+        }
+    }
+}
+
+/// Per flow entry counters, shared between the switch core and the datapath (whose rules
+/// keep the [`CounterCell`]). A hit writes 16 bytes of its reader's shard and no timestamp:
+/// when a flow was last active is found by watching its packet count ([`Self::last_active_ns`]).
+#[derive(Debug)]
 pub struct FlowCounters {
-    shards: [FlowShard; SHARDS],
+    cell: CounterCell,
+    /// The packet count last seen by `last_active_ns` and when it was first seen.
+    seen: Mutex<(u64, u64)>,
 }
 
 impl FlowCounters {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self::default())
+        Arc::new(FlowCounters {
+            cell: CounterCell::alloc(),
+            seen: Mutex::new((0, 0)),
+        })
+    }
+
+    pub(crate) fn cell(&self) -> CounterCell {
+        self.cell
     }
 
     /// Packets matched by the entry.
     pub fn packets(&self) -> u64 {
-        self.shards
-            .iter()
-            .fold(0u64, |a, s| a.wrapping_add(s.packets.load(Relaxed)))
+        self.cell
+            .shards()
+            .fold(0u64, |a, c| a.wrapping_add(c.packets.load(Relaxed)))
     }
 
     /// Bytes matched by the entry.
     pub fn bytes(&self) -> u64 {
-        self.shards
-            .iter()
-            .fold(0u64, |a, s| a.wrapping_add(s.bytes.load(Relaxed)))
+        self.cell
+            .shards()
+            .fold(0u64, |a, c| a.wrapping_add(c.bytes.load(Relaxed)))
     }
 
-    /// The `now_ns` of the last batch in which the entry matched (0 = never), for idle timeouts.
-    pub fn last_hit_ns(&self) -> u64 {
-        self.shards
-            .iter()
-            .map(|s| s.last_hit_ns.load(Relaxed))
-            .max()
-            .unwrap_or(0)
+    /// When the entry was last seen to have matched, for idle timeouts: the `now_ns` of the
+    /// first call that found its packet count moved (0 = never matched). Called periodically
+    /// (the switch's housekeeping), it is late by at most one period.
+    pub fn last_active_ns(&self, now_ns: u64) -> u64 {
+        let packets = self.packets();
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        if packets != seen.0 {
+            *seen = (packets, now_ns);
+        }
+        seen.1
     }
+}
 
-    #[inline(always)]
-    pub(crate) fn hit(&self, lease: &ShardLease, bytes: u64, now_ns: u64) {
-        let s = &self.shards[lease.shard()];
-        if lease.exclusive() {
-            s.packets
-                .store(s.packets.load(Relaxed).wrapping_add(1), Relaxed);
-            s.bytes
-                .store(s.bytes.load(Relaxed).wrapping_add(bytes), Relaxed);
-        } else {
-            s.packets.fetch_add(1, Relaxed);
-            s.bytes.fetch_add(bytes, Relaxed);
-        }
-        if s.last_hit_ns.load(Relaxed) < now_ns {
-            if lease.exclusive() {
-                s.last_hit_ns.store(now_ns, Relaxed);
-            } else {
-                s.last_hit_ns.fetch_max(now_ns, Relaxed);
-            }
-        }
+impl Drop for FlowCounters {
+    fn drop(&mut self) {
+        // No rule holds the cell any more (rules own the `Arc` that owns it).
+        FREE_CELLS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(self.cell);
     }
 }
 
@@ -241,9 +319,38 @@ mod tests {
         let leases = Arc::new(ShardLeases::default());
         let (a, b) = (leases.lease(), leases.lease());
         let c = FlowCounters::new();
-        c.hit(&a, 60, 5);
-        c.hit(&b, 40, 7);
-        c.hit(&a, 10, 6);
-        assert_eq!((c.packets(), c.bytes(), c.last_hit_ns()), (3, 110, 7));
+        c.cell().hit(&a, 60);
+        c.cell().hit(&b, 40);
+        c.cell().hit(&a, 10);
+        assert_eq!((c.packets(), c.bytes()), (3, 110));
+    }
+
+    #[test]
+    fn freed_cells_are_reused_cleared_and_never_shared() {
+        let lease = Arc::new(ShardLeases::default()).lease();
+        let live: Vec<_> = (0..CHUNK_FLOWS + 3).map(|_| FlowCounters::new()).collect();
+        for (n, c) in live.iter().enumerate() {
+            for _ in 0..n % 5 {
+                c.cell().hit(&lease, 100);
+            }
+        }
+        for (n, c) in live.iter().enumerate() {
+            assert_eq!(c.packets(), (n % 5) as u64);
+        }
+        drop(live);
+        let fresh: Vec<_> = (0..CHUNK_FLOWS).map(|_| FlowCounters::new()).collect();
+        assert!(fresh.iter().all(|c| c.packets() == 0 && c.bytes() == 0));
+    }
+
+    #[test]
+    fn activity_is_when_the_count_was_first_seen_moving() {
+        let lease = Arc::new(ShardLeases::default()).lease();
+        let c = FlowCounters::new();
+        assert_eq!(c.last_active_ns(100), 0);
+        c.cell().hit(&lease, 60);
+        assert_eq!(c.last_active_ns(200), 200);
+        assert_eq!(c.last_active_ns(300), 200);
+        c.cell().hit(&lease, 60);
+        assert_eq!(c.last_active_ns(400), 400);
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::classifier::hash::SeededMap;
 use crate::classifier::Classifier;
-use crate::counters::{FlowCounters, GroupCounters, PortCounters};
+use crate::counters::{CounterCell, FlowCounters, GroupCounters, PortCounters};
 use crate::datapath::{FlowId, Group, GroupType, Op, PortInfo, SwitchConfig};
 use crate::key::{Match, ParseDepth};
 use crate::meter::Meter;
@@ -14,16 +14,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What a classifier match returns; `repr(C)` keeps the per-packet fields in front: the
-/// counters pointer and the program's header and inline ops share the rule's first cache
-/// line.
+/// counter cell and the program's header and inline ops share the rule's first cache line.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub(crate) struct FlowEntry {
-    pub counters: Arc<FlowCounters>,
+    pub cell: CounterCell,
     pub program: Program,
     pub id: FlowId,
     /// Parse depth the match needs (actions parse deeper on demand).
     pub depth: ParseDepth,
+    /// Keeps `cell` allocated while the rule exists.
+    pub counters: Arc<FlowCounters>,
 }
 
 #[derive(Clone, Debug)]
@@ -196,8 +197,9 @@ impl Update {
             let entry = FlowEntry {
                 id: *id,
                 program,
-                counters: Arc::clone(counters),
+                cell: counters.cell(),
                 depth: match_.parse_depth(),
+                counters: Arc::clone(counters),
             };
             *self = Update::Insert {
                 table: *table,

@@ -376,7 +376,7 @@ fn counters_count_flows_tables_and_ports() {
         77,
         &[(1, pkt()), (1, pkt()), (3, udp4(SRC, DST, 1, 2, 64, 100))],
     );
-    assert_eq!((c.packets(), c.bytes(), c.last_hit_ns()), (3, 228, 77));
+    assert_eq!((c.packets(), c.bytes(), c.last_active_ns(80)), (3, 228, 80));
     let t = r.shared().table_counters(0).unwrap();
     assert_eq!((t.lookups(), t.matches()), (3, 3));
     let p2 = w.port_counters(2).unwrap();

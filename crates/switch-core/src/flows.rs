@@ -93,7 +93,7 @@ impl FlowEntry {
             return Some(ofp::OFPRR_HARD_TIMEOUT);
         }
         if self.idle_timeout != 0 {
-            let last = self.counters.last_hit_ns().max(self.created_ns);
+            let last = self.counters.last_active_ns(now_ns).max(self.created_ns);
             if now_ns.saturating_sub(last) >= u64::from(self.idle_timeout) * NS {
                 return Some(ofp::OFPRR_IDLE_TIMEOUT);
             }

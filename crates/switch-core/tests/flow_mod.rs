@@ -270,6 +270,55 @@ fn timeouts_expire_with_their_reason() {
     assert!(flows(&sw).is_empty());
 }
 
+/// Drops what the datapath sends, for tests that only need packets to match.
+struct Discard;
+
+impl dataplane::batch::PacketSink for Discard {
+    fn output(&mut self, _port: u32, _frame: &[u8]) {}
+
+    fn packet_in(&mut self, _ev: &dataplane::batch::PacketInEvent<'_>) {}
+}
+
+#[test]
+fn traffic_keeps_an_idle_flow_until_it_stops() {
+    const S: u64 = 1_000_000_000;
+    let (writer, readers) = dataplane::datapath::new(DatapathConfig {
+        n_tables: 8,
+        ..DatapathConfig::default()
+    });
+    let mut sw = Switch::new(
+        SwitchSettings {
+            datapath_id: 1,
+            n_tables: 8,
+            n_buffers: 256,
+        },
+        writer,
+        Box::new(Collected::default()),
+    );
+    let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(3));
+    fm.idle_timeout = 1;
+    fm.flags = FlowModFlags::SEND_FLOW_REM;
+    sw.flow_mod(fm, 0).unwrap();
+    sw.publish();
+    let mut reader = readers.reader();
+    let mut send = |now| {
+        let mut batch = dataplane::batch::PacketBatch::new(1, 128);
+        batch.push(3, &[0xab; 60]);
+        reader.process(now, &mut batch, &mut Discard);
+    };
+    // Housekeeping every half second; a packet just before each sweep up to 2.4 s.
+    for tick in 1..=5 {
+        send(tick * S / 2 - 1);
+        assert!(sw.expire(tick * S / 2).is_empty(), "expired at tick {tick}");
+    }
+    // Last seen active at the 2.5 s sweep: idle from 3.5 s on, not before.
+    assert!(sw.expire(3 * S).is_empty());
+    let removed = sw.expire(7 * S / 2);
+    assert_eq!(removed.len(), 1);
+    assert_eq!(removed[0].reason, ofp::OFPRR_IDLE_TIMEOUT);
+    assert_eq!((removed[0].packet_count, removed[0].byte_count), (5, 300));
+}
+
 #[test]
 fn flow_mod_releases_its_buffered_packet_from_the_ingress_port() {
     let (writer, readers) = dataplane::datapath::new(DatapathConfig {

@@ -417,11 +417,11 @@ fn process_window<S: PacketSink>(
                 table.prefetch_rule(s);
             }
             for &s in hits.iter().take(COUNTERS_AHEAD) {
-                prefetch_counters(table, s);
+                prefetch_counters(table, s, lease);
             }
             for (k, (&i, &s)) in picked.iter().zip(hits).enumerate() {
                 if let Some(&ahead) = hits.get(k + COUNTERS_AHEAD) {
-                    prefetch_counters(table, ahead);
+                    prefetch_counters(table, ahead, lease);
                 }
                 w.visit(&mut env, table, table_id, i, s);
             }
@@ -463,7 +463,7 @@ impl Window<'_> {
             return;
         };
         let entry = &rule.payload;
-        entry.counters.hit(env.lease, u64::from(p.len), env.now);
+        entry.cell.hit(env.lease, u64::from(p.len));
         let program = &entry.program;
         let next = if program.flags & flag::GOTO_ONLY != 0 {
             program.goto
@@ -540,11 +540,11 @@ impl Tally {
 /// rules are prefetched.
 const COUNTERS_AHEAD: usize = 6;
 
-/// Hints the CPU to load the counters of the rule in `slot`.
+/// Hints the CPU to load the reader's counter cell of the rule in `slot`.
 #[inline(always)]
-fn prefetch_counters(table: &Classifier<FlowEntry>, slot: u32) {
+fn prefetch_counters(table: &Classifier<FlowEntry>, slot: u32, lease: &ShardLease) {
     if let Some(rule) = table.rule(slot) {
-        crate::classifier::hash::prefetch_read(&*rule.payload.counters);
+        rule.payload.cell.prefetch(lease);
     }
 }
 

@@ -91,7 +91,7 @@ fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
             break;
         };
         let entry = &rule.payload;
-        entry.counters.hit(env.lease, frame.len() as u64, env.now);
+        entry.cell.hit(env.lease, frame.len() as u64);
         match run_entry(env, frame, key, &mut set, entry, table_id) {
             Some(next) if next > table_id => table_id = next,
             _ => break,
