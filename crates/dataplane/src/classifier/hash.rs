@@ -176,23 +176,46 @@ impl Hasher for SeededHasher {
 /// Seeded std `HashMap` used on the control side.
 pub type SeededMap<K, V> = std::collections::HashMap<K, V, SeededState>;
 
-/// One index slot: the first significant masked key word (so a single-word match is verified
-/// without touching the rule), the rule slot, its priority, and 16 hash bits as a tag.
-#[derive(Clone, Copy, Debug)]
-#[repr(C)]
-pub struct IndexEntry {
-    pub word0: u64,
+/// Significant masked key words a wide index entry holds beyond the first.
+pub const ENTRY_REST: usize = 2;
+
+/// What a probe finds: the rule slot heading the chain of its masked key, and its priority.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hit {
     pub slot: u32,
     pub priority: u16,
+}
+
+/// One index slot: the first `1 + R` significant masked key words (so a match on that many
+/// words is verified without touching the rule), the rule slot, its priority, and 16 hash
+/// bits as a tag.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct IndexEntry<const R: usize> {
+    word0: u64,
+    rest: [u64; R],
+    slot: u32,
+    priority: u16,
     tag: u16,
 }
 
-const EMPTY: IndexEntry = IndexEntry {
-    word0: 0,
-    slot: u32::MAX,
-    priority: 0,
-    tag: 0,
-};
+impl<const R: usize> IndexEntry<R> {
+    const EMPTY: Self = IndexEntry {
+        word0: 0,
+        rest: [0; R],
+        slot: u32::MAX,
+        priority: 0,
+        tag: 0,
+    };
+
+    #[inline(always)]
+    fn hit(&self) -> Hit {
+        Hit {
+            slot: self.slot,
+            priority: self.priority,
+        }
+    }
+}
 
 /// Indexes with fewer entries than this are kept at most a quarter full, larger ones half.
 const SPARSE_BELOW: usize = 4096;
@@ -202,63 +225,38 @@ fn tag(hash: u64) -> u16 {
     (hash >> 16) as u16
 }
 
-/// Linear-probing index from a masked-key hash to the rule slot, 4 entries per cache line.
-/// Load factor at most 1/2; deletion shifts entries back so no tombstones accumulate. Homes
-/// are recomputed from the rules (`rehash`) when growing or deleting.
+/// Linear-probing index from a masked-key hash to the rule slot, entries of `1 + R` key
+/// words. Load factor at most 1/2; deletion shifts entries back so no tombstones accumulate.
+/// Homes are recomputed from the rules (`rehash`) when growing or deleting.
 #[derive(Clone, Debug)]
-pub struct RawIndex {
-    entries: Box<[IndexEntry]>,
+pub struct RawIndex<const R: usize> {
+    entries: Box<[IndexEntry<R>]>,
     len: usize,
 }
 
-impl Default for RawIndex {
+impl<const R: usize> Default for RawIndex<R> {
     fn default() -> Self {
         RawIndex {
-            entries: vec![EMPTY; 8].into_boxed_slice(),
+            entries: vec![IndexEntry::EMPTY; 8].into_boxed_slice(),
             len: 0,
         }
     }
 }
 
-impl RawIndex {
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
+impl<const R: usize> RawIndex<R> {
     #[inline(always)]
     fn home(&self, hash: u64) -> usize {
         ((hash >> 32) as usize) & (self.entries.len() - 1)
     }
 
-    /// Hints the CPU to load the line the probe for `hash` starts at.
-    #[inline(always)]
-    pub fn prefetch(&self, hash: u64) {
-        self.view().prefetch(hash);
-    }
-
-    /// The entry whose tag and first word match and for which `rest_eq(slot)` holds.
-    #[inline(always)]
-    pub fn find(
-        &self,
-        hash: u64,
-        word0: u64,
-        rest_eq: impl FnMut(u32) -> bool,
-    ) -> Option<&IndexEntry> {
-        self.view().find(hash, word0, rest_eq)
-    }
-
     /// Every occupied entry.
-    pub fn iter(&self) -> impl Iterator<Item = &IndexEntry> {
+    fn iter(&self) -> impl Iterator<Item = &IndexEntry<R>> {
         self.entries.iter().filter(|e| e.slot != u32::MAX)
     }
 
     /// A read-only view for probing many keys (the entry array and its mask loaded once).
     #[inline(always)]
-    pub fn view(&self) -> IndexView<'_> {
+    fn view(&self) -> IndexView<'_, R> {
         IndexView {
             entries: &self.entries,
             mask: self.entries.len() - 1,
@@ -266,14 +264,7 @@ impl RawIndex {
     }
 
     /// Inserts an entry (the caller ensures no equal key is present).
-    pub fn insert(
-        &mut self,
-        hash: u64,
-        word0: u64,
-        slot: u32,
-        priority: u16,
-        rehash: impl Fn(u32) -> u64,
-    ) {
+    fn insert(&mut self, hash: u64, key: ([u64; R], u64), hit: Hit, rehash: impl Fn(u32) -> u64) {
         // Small indexes stay at most a quarter full: their probes end sooner (a miss too),
         // and the extra space is a few cache lines.
         let spread = if self.entries.len() < SPARSE_BELOW {
@@ -282,25 +273,27 @@ impl RawIndex {
             2
         };
         if (self.len + 1) * spread > self.entries.len() {
-            let bigger = vec![EMPTY; self.entries.len() * 2].into_boxed_slice();
+            let bigger = vec![IndexEntry::EMPTY; self.entries.len() * 2].into_boxed_slice();
             let old = std::mem::replace(&mut self.entries, bigger);
             for e in old.iter().filter(|e| e.slot != u32::MAX) {
                 self.place(rehash(e.slot), *e);
             }
         }
+        let (rest, word0) = key;
         self.place(
             hash,
             IndexEntry {
                 word0,
-                slot,
-                priority,
+                rest,
+                slot: hit.slot,
+                priority: hit.priority,
                 tag: tag(hash),
             },
         );
         self.len += 1;
     }
 
-    fn place(&mut self, hash: u64, entry: IndexEntry) {
+    fn place(&mut self, hash: u64, entry: IndexEntry<R>) {
         let mask = self.entries.len() - 1;
         let mut pos = self.home(hash);
         while let Some(e) = self.entries.get_mut(pos) {
@@ -327,15 +320,15 @@ impl RawIndex {
         }
     }
 
-    /// Points the entry of (`hash`, `old`) at `new` with priority `priority`.
-    pub fn replace(&mut self, hash: u64, old: u32, new: u32, priority: u16) -> bool {
+    /// Points the entry of (`hash`, `old`) at `new`.
+    fn replace(&mut self, hash: u64, old: u32, new: Hit) -> bool {
         let Some(pos) = self.position(hash, old) else {
             return false;
         };
         match self.entries.get_mut(pos) {
             Some(e) => {
-                e.slot = new;
-                e.priority = priority;
+                e.slot = new.slot;
+                e.priority = new.priority;
                 true
             }
             None => false,
@@ -343,7 +336,7 @@ impl RawIndex {
     }
 
     /// Removes the entry (`hash`, `slot`); returns whether it was present.
-    pub fn remove(&mut self, hash: u64, slot: u32, rehash: impl Fn(u32) -> u64) -> bool {
+    fn remove(&mut self, hash: u64, slot: u32, rehash: impl Fn(u32) -> u64) -> bool {
         let Some(mut hole) = self.position(hash, slot) else {
             return false;
         };
@@ -351,7 +344,7 @@ impl RawIndex {
         let mut pos = hole;
         loop {
             pos = (pos + 1) & mask;
-            let e = self.entries.get(pos).copied().unwrap_or(EMPTY);
+            let e = self.entries.get(pos).copied().unwrap_or(IndexEntry::EMPTY);
             if e.slot == u32::MAX {
                 break;
             }
@@ -370,7 +363,7 @@ impl RawIndex {
             }
         }
         if let Some(h) = self.entries.get_mut(hole) {
-            *h = EMPTY;
+            *h = IndexEntry::EMPTY;
         }
         self.len -= 1;
         true
@@ -379,33 +372,33 @@ impl RawIndex {
 
 /// [`RawIndex`] as the probes of a batch see it.
 #[derive(Clone, Copy, Debug)]
-pub struct IndexView<'a> {
-    entries: &'a [IndexEntry],
+pub struct IndexView<'a, const R: usize> {
+    entries: &'a [IndexEntry<R>],
     mask: usize,
 }
 
-impl<'a> IndexView<'a> {
+impl<const R: usize> IndexView<'_, R> {
     #[inline(always)]
     fn home(&self, hash: u64) -> usize {
         ((hash >> 32) as usize) & self.mask
     }
 
-    /// Hints the CPU to load the line the probe for `hash` starts at.
     #[inline(always)]
-    pub fn prefetch(&self, hash: u64) {
+    fn prefetch(&self, hash: u64) {
         if let Some(e) = self.entries.get(self.home(hash)) {
             prefetch_read(e);
         }
     }
 
-    /// The entry whose tag and first word match and for which `rest_eq(slot)` holds.
+    /// The entry whose tag and words match and for which `tail_eq(slot)` holds.
     #[inline(always)]
-    pub fn find(
+    fn find(
         &self,
         hash: u64,
         word0: u64,
-        mut rest_eq: impl FnMut(u32) -> bool,
-    ) -> Option<&'a IndexEntry> {
+        rest: [u64; R],
+        mut tail_eq: impl FnMut(u32) -> bool,
+    ) -> Option<Hit> {
         let t = tag(hash);
         let mut pos = self.home(hash);
         loop {
@@ -413,10 +406,149 @@ impl<'a> IndexView<'a> {
             if e.slot == u32::MAX {
                 return None;
             }
-            if e.tag == t && e.word0 == word0 && rest_eq(e.slot) {
-                return Some(e);
+            if e.tag == t && e.word0 == word0 && e.rest == rest && tail_eq(e.slot) {
+                return Some(e.hit());
             }
             pos = (pos + 1) & self.mask;
+        }
+    }
+}
+
+/// A subtable's index: for a mask of one word, entries of that word (four to a cache line,
+/// so a large MAC table stays compact); for wider masks, entries of the first three words (a
+/// 5-tuple is verified in the entry, without loading the rule's key).
+#[derive(Clone, Debug)]
+pub enum Index {
+    Narrow(RawIndex<0>),
+    Wide(RawIndex<ENTRY_REST>),
+}
+
+/// The rest words of a key for a narrow entry (none).
+fn narrow(_: [u64; ENTRY_REST]) -> [u64; 0] {
+    []
+}
+
+impl Index {
+    /// The index for a mask of `words` significant words.
+    pub fn for_words(words: usize) -> Index {
+        if words <= 1 {
+            Index::Narrow(RawIndex::default())
+        } else {
+            Index::Wide(RawIndex::default())
+        }
+    }
+
+    /// Significant words an entry holds (a probe reads the rule's key for the others).
+    pub fn held_words(&self) -> usize {
+        match self {
+            Index::Narrow(_) => 1,
+            Index::Wide(_) => 1 + ENTRY_REST,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Index::Narrow(i) => i.len,
+            Index::Wide(i) => i.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every entry's first word and hit.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, Hit)> + '_ {
+        let (narrow, wide) = match self {
+            Index::Narrow(i) => (Some(i.iter()), None),
+            Index::Wide(i) => (None, Some(i.iter())),
+        };
+        let narrow = narrow.into_iter().flatten().map(|e| (e.word0, e.hit()));
+        narrow.chain(wide.into_iter().flatten().map(|e| (e.word0, e.hit())))
+    }
+
+    /// The probe view.
+    #[inline(always)]
+    pub fn view(&self) -> IndexProbe<'_> {
+        match self {
+            Index::Narrow(i) => IndexProbe::Narrow(i.view()),
+            Index::Wide(i) => IndexProbe::Wide(i.view()),
+        }
+    }
+
+    /// The hit for masked key words `word0` and `rest` (the words after it, 0 past the
+    /// mask's) for which `tail_eq(slot)` holds.
+    pub fn find(
+        &self,
+        hash: u64,
+        word0: u64,
+        rest: [u64; ENTRY_REST],
+        tail_eq: impl FnMut(u32) -> bool,
+    ) -> Option<Hit> {
+        self.view().find(hash, word0, rest, tail_eq)
+    }
+
+    /// Inserts an entry (the caller ensures no equal key is present).
+    pub fn insert(
+        &mut self,
+        hash: u64,
+        word0: u64,
+        rest: [u64; ENTRY_REST],
+        hit: Hit,
+        rehash: impl Fn(u32) -> u64,
+    ) {
+        match self {
+            Index::Narrow(i) => i.insert(hash, (narrow(rest), word0), hit, rehash),
+            Index::Wide(i) => i.insert(hash, (rest, word0), hit, rehash),
+        }
+    }
+
+    /// Points the entry of (`hash`, `old`) at `new`.
+    pub fn replace(&mut self, hash: u64, old: u32, new: Hit) -> bool {
+        match self {
+            Index::Narrow(i) => i.replace(hash, old, new),
+            Index::Wide(i) => i.replace(hash, old, new),
+        }
+    }
+
+    /// Removes the entry (`hash`, `slot`); returns whether it was present.
+    pub fn remove(&mut self, hash: u64, slot: u32, rehash: impl Fn(u32) -> u64) -> bool {
+        match self {
+            Index::Narrow(i) => i.remove(hash, slot, rehash),
+            Index::Wide(i) => i.remove(hash, slot, rehash),
+        }
+    }
+}
+
+/// [`Index`] as the probes of a batch see it.
+#[derive(Clone, Copy, Debug)]
+pub enum IndexProbe<'a> {
+    Narrow(IndexView<'a, 0>),
+    Wide(IndexView<'a, ENTRY_REST>),
+}
+
+impl IndexProbe<'_> {
+    /// Hints the CPU to load the line the probe for `hash` starts at.
+    #[inline(always)]
+    pub fn prefetch(&self, hash: u64) {
+        match self {
+            IndexProbe::Narrow(v) => v.prefetch(hash),
+            IndexProbe::Wide(v) => v.prefetch(hash),
+        }
+    }
+
+    /// As [`Index::find`].
+    #[inline(always)]
+    pub fn find(
+        &self,
+        hash: u64,
+        word0: u64,
+        rest: [u64; ENTRY_REST],
+        tail_eq: impl FnMut(u32) -> bool,
+    ) -> Option<Hit> {
+        match self {
+            IndexProbe::Narrow(v) => v.find(hash, word0, narrow(rest), tail_eq),
+            IndexProbe::Wide(v) => v.find(hash, word0, rest, tail_eq),
         }
     }
 }
@@ -461,6 +593,29 @@ mod tests {
             total += (pos + size - home) & (size - 1);
         }
         total as f64 / n as f64
+    }
+
+    #[test]
+    fn an_entry_answers_only_a_probe_with_all_its_words() {
+        let mut index = Index::for_words(3);
+        // Three keys in one probe chain (one hash, so one home and tag): only the words and
+        // the tail tell them apart.
+        let h = 0x1234_5678_9abc_def0;
+        let keys = [(7, [1, 2]), (7, [1, 3]), (8, [1, 2])];
+        for (slot, &(word0, rest)) in keys.iter().enumerate() {
+            let hit = Hit {
+                slot: slot as u32,
+                priority: 10,
+            };
+            index.insert(h, word0, rest, hit, |_| h);
+        }
+        for (slot, &(word0, rest)) in keys.iter().enumerate() {
+            let found = index.find(h, word0, rest, |_| true).map(|e| e.slot);
+            assert_eq!(found, Some(slot as u32));
+        }
+        assert!(index.find(h, 7, [2, 2], |_| true).is_none());
+        assert!(index.find(h, 7, [1, 2], |_| false).is_none());
+        assert!(index.find(h ^ (1 << 20), 7, [1, 2], |_| true).is_none());
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub mod lpm;
 pub mod subtable;
 
 use crate::key::{Match, KEY_WORDS};
-use hash::{hash_masked, Seed, SeededMap};
+use hash::{hash_masked, Hit, IndexProbe, Seed, SeededMap, ENTRY_REST};
 use lpm::LpmPlan;
 use subtable::Subtable;
 pub use subtable::Words;
@@ -109,7 +109,7 @@ impl Fallback {
     /// The slot a tuple probe ends at: a hit of at least the catch-all's priority wins (ties
     /// go to the tuple, the first step of the probe order).
     #[inline(always)]
-    fn pick(self, hit: Option<&hash::IndexEntry>) -> u32 {
+    fn pick(self, hit: Option<Hit>) -> u32 {
         match hit {
             Some(e) if i32::from(e.priority) >= self.priority => e.slot,
             _ => self.slot,
@@ -160,7 +160,7 @@ struct DirectPlan {
 #[derive(Clone, Copy)]
 struct Tuple<'s> {
     sub: &'s Subtable,
-    index: hash::IndexView<'s>,
+    index: IndexProbe<'s>,
     keys: &'s [Words],
 }
 
@@ -171,17 +171,17 @@ impl<'s> Tuple<'s> {
     }
 
     #[inline(always)]
-    fn find(&self, key: &Words) -> Option<&'s hash::IndexEntry> {
+    fn find(&self, key: &Words) -> Option<Hit> {
         self.find_hashed(self.hash(key), key)
     }
 
     /// A probe with the hash already computed.
     #[inline(always)]
-    fn find_hashed(&self, h: u64, key: &Words) -> Option<&'s hash::IndexEntry> {
+    fn find_hashed(&self, h: u64, key: &Words) -> Option<Hit> {
         let (sub, keys) = (self.sub, self.keys);
-        let single = sub.words.len() <= 1;
-        self.index.find(h, sub.word0(key), |s| {
-            single || rule_key(keys, s).is_some_and(|k| sub.rest_eq(key, k))
+        let held = sub.words.len() <= 1 + ENTRY_REST;
+        self.index.find(h, sub.word0(key), sub.rest(key), |s| {
+            held || rule_key(keys, s).is_some_and(|k| sub.tail_eq(key, k))
         })
     }
 
@@ -199,22 +199,24 @@ impl<'s> Tuple<'s> {
     }
 
     /// The entry for masked words of a mask of exactly `L` words (unrolled): the index entry
-    /// holds the first word, the rule keys the rest (a one-word mask never reads them).
+    /// holds the first three words, the rule keys the rest (a mask of up to three words never
+    /// reads them).
     #[inline(always)]
     fn find_words<const L: usize>(
         &self,
         lanes: &[hash::Lane; L],
         words: &[u64; L],
         h: u64,
-    ) -> Option<&'s hash::IndexEntry> {
+    ) -> Option<Hit> {
         let keys = self.keys;
-        self.index.find(h, words[0], |s| {
-            L == 1
+        let rest = std::array::from_fn(|i| words.get(i + 1).copied().unwrap_or(0));
+        self.index.find(h, words[0], rest, |s| {
+            L <= 1 + ENTRY_REST
                 || rule_key(keys, s).is_some_and(|r| {
                     words
                         .iter()
                         .zip(lanes)
-                        .skip(1)
+                        .skip(1 + ENTRY_REST)
                         .all(|(w, l)| r.get(l.at) == Some(w))
                 })
         })
@@ -222,7 +224,7 @@ impl<'s> Tuple<'s> {
 
     /// A probe, unrolled for masks of up to four words.
     #[inline(always)]
-    fn find_any(&self, key: &Words) -> Option<&'s hash::IndexEntry> {
+    fn find_any(&self, key: &Words) -> Option<Hit> {
         match *self.sub.lanes() {
             [a] => self.find_fixed(&[a], key),
             [a, b] => self.find_fixed(&[a, b], key),
@@ -234,11 +236,7 @@ impl<'s> Tuple<'s> {
 
     /// A probe of a mask of exactly `L` words.
     #[inline(always)]
-    fn find_fixed<const L: usize>(
-        &self,
-        lanes: &[hash::Lane; L],
-        key: &Words,
-    ) -> Option<&'s hash::IndexEntry> {
+    fn find_fixed<const L: usize>(&self, lanes: &[hash::Lane; L], key: &Words) -> Option<Hit> {
         let (words, h) = self.masked(lanes, key);
         self.find_words(lanes, &words, h)
     }
@@ -252,7 +250,7 @@ impl<'s> Tuple<'s> {
         key: &impl Fn(usize) -> &'k Words,
         out: &mut [u32],
         hashes: Option<&mut [u64]>,
-        pick: impl Fn(Option<&hash::IndexEntry>) -> u32,
+        pick: impl Fn(Option<Hit>) -> u32,
     ) {
         match hashes {
             None => {
@@ -425,14 +423,14 @@ impl<P> Classifier<P> {
                 let (mask, words) = (&sub.mask, &sub.words);
                 let rehash =
                     |s: u32| rule_key(keys, s).map_or(0, |k| hash_masked(seed, k, mask, words));
-                let word0 = sub.word0(&key);
-                sub.index.insert(h, word0, slot, priority, rehash);
+                let (word0, rest) = (sub.word0(&key), sub.rest(&key));
+                sub.index
+                    .insert(h, word0, rest, Hit { slot, priority }, rehash);
             }
             Some(head) => {
                 let new_head = chain_insert(&mut self.rules, head, slot);
                 if new_head != head {
-                    sub.index
-                        .replace(h, head, new_head, prio_of(&self.rules, new_head));
+                    sub.index.replace(h, head, hit_of(&self.rules, new_head));
                 }
             }
         }
@@ -466,8 +464,7 @@ impl<P> Classifier<P> {
                         |s: u32| rule_key(keys, s).map_or(0, |k| hash_masked(seed, k, mask, words));
                     sub.index.remove(h, head, rehash);
                 } else {
-                    sub.index
-                        .replace(h, head, new_head, prio_of(&self.rules, new_head));
+                    sub.index.replace(h, head, hit_of(&self.rules, new_head));
                 }
             }
         }
@@ -605,7 +602,7 @@ impl<P> Classifier<P> {
             return;
         };
         let shift = lane.mask.trailing_zeros();
-        let Some(max) = sub.index.iter().map(|e| e.word0 >> shift).max() else {
+        let Some(max) = sub.index.iter().map(|(word0, _)| word0 >> shift).max() else {
             return;
         };
         if max >= DIRECT_VALUES {
@@ -613,9 +610,9 @@ impl<P> Classifier<P> {
         }
         self.direct.clear();
         self.direct.resize(max as usize + 1, all.slot);
-        for e in sub.index.iter() {
-            if let Some(cell) = self.direct.get_mut((e.word0 >> shift) as usize) {
-                *cell = all.pick(Some(e));
+        for (word0, hit) in sub.index.iter() {
+            if let Some(cell) = self.direct.get_mut((word0 >> shift) as usize) {
+                *cell = all.pick(Some(hit));
             }
         }
         self.plan = Plan::Direct(DirectPlan {
@@ -691,13 +688,18 @@ impl<P> Classifier<P> {
         if !all.words.is_empty() {
             return None;
         }
-        Some(match all.index.find(all.hash(&ZERO), 0, |_| true) {
-            Some(e) => Fallback {
-                slot: e.slot,
-                priority: i32::from(e.priority),
+        Some(
+            match all
+                .index
+                .find(all.hash(&ZERO), 0, [0; ENTRY_REST], |_| true)
+            {
+                Some(e) => Fallback {
+                    slot: e.slot,
+                    priority: i32::from(e.priority),
+                },
+                None => Fallback::NONE,
             },
-            None => Fallback::NONE,
-        })
+        )
     }
 
     /// Chooses how [`Self::lookup_batch`] classifies (after every change of the probe order
@@ -794,7 +796,7 @@ impl<P> Classifier<P> {
         scratch: &mut LookupScratch,
     ) {
         let t = self.tuple(sub);
-        let pick = |e: Option<&hash::IndexEntry>| all.pick(e);
+        let pick = |e: Option<Hit>| all.pick(e);
         // A large index is probed in two passes (hash and prefetch every packet's bucket,
         // then probe) so its cache misses overlap; a small one stays in cache.
         let n = out.len();
@@ -930,7 +932,7 @@ impl<P> Classifier<P> {
 /// The chain head (highest-priority rule) in `sub` whose masked key equals `key`.
 fn find_head(keys: &[Words], sub: &Subtable, h: u64, key: &Words) -> Option<u32> {
     sub.index
-        .find(h, sub.word0(key), |s| {
+        .find(h, sub.word0(key), sub.rest(key), |s| {
             rule_key(keys, s).is_some_and(|k| sub.key_eq(k, key))
         })
         .map(|e| e.slot)
@@ -947,6 +949,14 @@ fn next_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> u32 {
         .get(slot as usize)
         .and_then(Option::as_ref)
         .map_or(NO_RULE, |r| r.next)
+}
+
+/// The index entry's answer for the rule in `slot`.
+fn hit_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> Hit {
+    Hit {
+        slot,
+        priority: prio_of(rules, slot),
+    }
 }
 
 fn prio_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> u16 {
@@ -1010,3 +1020,44 @@ pub(crate) fn ipv4_lanes() -> [(usize, u32); 2] {
 }
 
 const _: () = assert!(KEY_WORDS <= u8::MAX as usize);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{Field, FieldValue, FlowKey};
+
+    /// A mask of more words than an index entry holds: the words beyond it are compared
+    /// with the rule's key, even for a probe that lands in the rule's chain (as a key whose
+    /// hash collides with the rule's would).
+    #[test]
+    fn words_beyond_the_entry_are_compared_with_the_rule() {
+        let mut m = Match::any();
+        m.set(Field::InPort, FieldValue::from(1u32), None);
+        m.set(Field::EthType, FieldValue::from(0x0800u16), None);
+        m.set(Field::Ipv4Dst, FieldValue::from(0x0a00_0001u32), None);
+        m.set(Field::TcpDst, FieldValue::from(80u16), None);
+        let mut c = Classifier::default();
+        c.insert(1, 10, &m, ());
+        let key = FlowKey {
+            in_port: 1,
+            eth_type: 0x0800,
+            ipv4_dst: 0x0a00_0001,
+            tp_dst: 80,
+            ..FlowKey::default()
+        };
+        let other = FlowKey { tp_dst: 81, ..key };
+        let Some(Some(sub)) = c.subtables.iter().find(|s| s.is_some()) else {
+            panic!("no subtable");
+        };
+        assert!(sub.lanes().len() > 1 + ENTRY_REST);
+        let t = c.tuple(sub);
+        let h = t.hash(key.words());
+        assert!(t.find_hashed(h, key.words()).is_some());
+        assert!(t.find_hashed(h, other.words()).is_none());
+        let lanes: [hash::Lane; 4] = sub.lanes().try_into().expect("four lanes");
+        let (words, _) = t.masked(&lanes, key.words());
+        let (other_words, _) = t.masked(&lanes, other.words());
+        assert!(t.find_words(&lanes, &words, h).is_some());
+        assert!(t.find_words(&lanes, &other_words, h).is_none());
+    }
+}

@@ -1,7 +1,7 @@
 //! One tuple of the tuple space: every rule with the same mask, indexed by a keyed hash of
 //! its masked key.
 
-use super::hash::{hash_lanes, Lane, RawIndex, Seed};
+use super::hash::{hash_lanes, Index, Lane, Seed, ENTRY_REST};
 use crate::key::{FlowKey, KEY_WORDS};
 use std::collections::BTreeMap;
 
@@ -18,7 +18,7 @@ pub struct Subtable {
     lanes: Box<[Lane]>,
     seed: Seed,
     /// Masked key hash -> slot of the highest-priority rule with that masked key.
-    pub index: RawIndex,
+    pub index: Index,
     /// Priority -> number of rules, for the subtable's maximum priority.
     prios: BTreeMap<u16, u32>,
     /// Creation sequence number: the deterministic tie-break between equal maxima.
@@ -110,12 +110,13 @@ impl Subtable {
             .enumerate()
             .find(|(_, w)| **w != 0)
             .map_or((0, 0), |(i, w)| (i, *w));
+        let index = Index::for_words(words.len());
         Subtable {
             mask,
             words,
             lanes,
             seed,
-            index: RawIndex::default(),
+            index,
             prios: BTreeMap::new(),
             seq,
             first,
@@ -185,12 +186,19 @@ impl Subtable {
         key.get(self.first).copied().unwrap_or(0) & self.first_mask
     }
 
-    /// Whether `key & mask` equals the masked rule key `rule` on the significant words after
-    /// the first (which the index entry already compared).
+    /// The significant words of `key & mask` after the first that index entries hold (0 for
+    /// a mask with fewer words).
     #[inline(always)]
-    pub fn rest_eq(&self, key: &Words, rule: &Words) -> bool {
+    pub fn rest(&self, key: &Words) -> [u64; ENTRY_REST] {
+        std::array::from_fn(|i| self.lanes.get(i + 1).map_or(0, |l| l.word(key)))
+    }
+
+    /// Whether `key & mask` equals the masked rule key `rule` on the significant words beyond
+    /// those the index entry holds.
+    #[inline(always)]
+    pub fn tail_eq(&self, key: &Words, rule: &Words) -> bool {
         self.lanes
-            .get(1..)
+            .get(self.index.held_words()..)
             .unwrap_or(&[])
             .iter()
             .all(|l| rule.get(l.at) == Some(&l.word(key)))
