@@ -212,7 +212,10 @@ impl OpBuf {
 }
 
 impl Program {
-    pub fn compile(instructions: &[Instruction]) -> Program {
+    /// Compiles the instructions of an entry of `table`. A goto-table that does not go
+    /// forward (which the switch core refuses) ends the pipeline, so that a packet can never
+    /// loop: the datapath relies on every goto going forward.
+    pub fn compile(instructions: &[Instruction], table: u8) -> Program {
         let mut p = Program {
             flags: 0,
             goto: NO_GOTO,
@@ -230,7 +233,8 @@ impl Program {
         let mut ops = OpBuf::new();
         for ins in instructions {
             match ins {
-                Instruction::GotoTable(t) => p.goto = (*t).min(NO_GOTO - 1),
+                Instruction::GotoTable(t) if *t > table => p.goto = (*t).min(NO_GOTO - 1),
+                Instruction::GotoTable(_) => {}
                 Instruction::WriteMetadata { value, mask } => {
                     p.flags |= flag::METADATA;
                     rare.metadata = Some((*value, *mask));
@@ -388,14 +392,29 @@ mod tests {
 
     #[test]
     fn goto_only_needs_nothing_else() {
-        let p = Program::compile(&[Instruction::GotoTable(4)]);
+        let p = Program::compile(&[Instruction::GotoTable(4)], 0);
         assert_eq!((p.flags, p.goto()), (flag::GOTO_ONLY, Some(4)));
-        let p = Program::compile(&[
-            Instruction::GotoTable(4),
-            Instruction::WriteMetadata { value: 1, mask: 1 },
-        ]);
+        let p = Program::compile(
+            &[
+                Instruction::GotoTable(4),
+                Instruction::WriteMetadata { value: 1, mask: 1 },
+            ],
+            0,
+        );
         assert_eq!(p.flags & flag::GOTO_ONLY, 0);
         assert_eq!(p.metadata(), Some((1, 1)));
+    }
+
+    #[test]
+    fn a_goto_that_does_not_go_forward_ends_the_pipeline() {
+        for table in [4, 5] {
+            let p = Program::compile(&[Instruction::GotoTable(4)], table);
+            assert_eq!((p.flags & flag::GOTO_ONLY, p.goto()), (0, None));
+        }
+        assert_eq!(
+            Program::compile(&[Instruction::GotoTable(4)], 3).goto(),
+            Some(4)
+        );
     }
 
     #[test]
@@ -403,10 +422,13 @@ mod tests {
         let apply: Vec<Action> = (1..=7)
             .map(|port| Action::Output { port, max_len: 0 })
             .collect();
-        let p = Program::compile(&[
-            Instruction::ApplyActions(apply),
-            Instruction::WriteActions(vec![Action::Group(9), Action::DecNwTtl]),
-        ]);
+        let p = Program::compile(
+            &[
+                Instruction::ApplyActions(apply),
+                Instruction::WriteActions(vec![Action::Group(9), Action::DecNwTtl]),
+            ],
+            0,
+        );
         let ports: Vec<Op> = (1..=7).map(Op::Output).collect();
         assert_eq!(p.apply(), ports.as_slice());
         assert_eq!(p.write(), &[Op::DecNwTtl, Op::Group(9)]);

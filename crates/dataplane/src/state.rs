@@ -192,7 +192,7 @@ impl Update {
             counters,
         }) = self
         {
-            let mut program = Program::compile(instructions);
+            let mut program = Program::compile(instructions, *table);
             program.table_miss = *priority == 0 && match_.mask.words().iter().all(|w| *w == 0);
             let entry = FlowEntry {
                 id: *id,
@@ -335,7 +335,7 @@ impl State {
                     .and_then(|t| t.payload_mut(id.0))
                 {
                     let table_miss = e.program.table_miss;
-                    e.program = Program::compile(instructions);
+                    e.program = Program::compile(instructions, *table);
                     e.program.table_miss = table_miss;
                 }
             }

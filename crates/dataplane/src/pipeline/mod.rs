@@ -196,11 +196,12 @@ impl Stages {
         self.select(t, n, sel);
     }
 
-    /// Queues packet `i` at table `next`, or nowhere for [`NOWHERE`] (without a branch).
+    /// Queues packet `i` at table `next`, a table after the current one (a program's goto
+    /// only goes forward), or nowhere for [`NOWHERE`], whose pending bit `pop` ignores.
     #[inline(always)]
     fn push(&mut self, next: u8, i: u8) {
         let t = usize::from(next);
-        self.pending[t >> 6] |= u64::from(next != NOWHERE) << (t & 63);
+        self.pending[t >> 6] |= 1 << (t & 63);
         self.at[usize::from(i)] = next;
     }
 
@@ -208,6 +209,7 @@ impl Stages {
     /// into `sel`.
     #[inline(always)]
     fn pop(&mut self, n: usize, sel: &mut Selection) -> Option<u8> {
+        self.pending[usize::from(NOWHERE) >> 6] &= !(1 << (NOWHERE & 63));
         let w = self.pending.iter().position(|w| *w != 0)?;
         let word = self.pending.get_mut(w)?;
         let t = (w * 64) as u8 + word.trailing_zeros() as u8;
@@ -479,9 +481,7 @@ impl Window<'_> {
             p.len = frame.len() as u32;
             next.unwrap_or(NOWHERE)
         };
-        // Goto-table only goes forward (a stage is never revisited).
-        self.stages
-            .push(if next > table_id { next } else { NOWHERE }, i);
+        self.stages.push(next, i);
     }
 }
 
