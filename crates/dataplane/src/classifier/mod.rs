@@ -226,19 +226,25 @@ impl<'s> Tuple<'s> {
     #[inline(always)]
     fn find_any(&self, key: &Words) -> Option<Hit> {
         match *self.sub.lanes() {
-            [a] => self.find_fixed(&[a], key),
-            [a, b] => self.find_fixed(&[a, b], key),
-            [a, b, c] => self.find_fixed(&[a, b, c], key),
-            [a, b, c, d] => self.find_fixed(&[a, b, c, d], key),
+            [a] => self.probe(&[a], key, None),
+            [a, b] => self.probe(&[a, b], key, None),
+            [a, b, c] => self.probe(&[a, b, c], key, None),
+            [a, b, c, d] => self.probe(&[a, b, c, d], key, None),
             _ => self.find(key),
         }
     }
 
-    /// A probe of a mask of exactly `L` words.
+    /// A probe of a mask of exactly `L` words, with the hash when already computed (`hash`
+    /// or [`Self::masked`] gave it).
     #[inline(always)]
-    fn find_fixed<const L: usize>(&self, lanes: &[hash::Lane; L], key: &Words) -> Option<Hit> {
+    fn probe<const L: usize>(
+        &self,
+        lanes: &[hash::Lane; L],
+        key: &Words,
+        hash: Option<u64>,
+    ) -> Option<Hit> {
         let (words, h) = self.masked(lanes, key);
-        self.find_words(lanes, &words, h)
+        self.find_words(lanes, &words, hash.unwrap_or(h))
     }
 
     /// Classifies every key against this tuple alone; `hashes` (when given) turns on the
@@ -255,7 +261,7 @@ impl<'s> Tuple<'s> {
         match hashes {
             None => {
                 for (i, o) in out.iter_mut().enumerate() {
-                    *o = pick(self.find_fixed(lanes, key(i)));
+                    *o = pick(self.probe(lanes, key(i), None));
                 }
             }
             Some(hashes) => {
@@ -264,8 +270,55 @@ impl<'s> Tuple<'s> {
                     self.index.prefetch(*h);
                 }
                 for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
-                    let (words, _) = self.masked(lanes, key(i));
-                    *o = pick(self.find_words(lanes, &words, *h));
+                    *o = pick(self.probe(lanes, key(i), Some(*h)));
+                }
+            }
+        }
+    }
+}
+
+/// One subtable's pass of the general search over a batch: packets whose best match is
+/// below `max` are probed (a large index in two passes, hashing and prefetching first).
+struct Pass<'s> {
+    tuple: Tuple<'s>,
+    max: i32,
+    large: bool,
+}
+
+impl Pass<'_> {
+    #[inline(always)]
+    fn run<'k>(
+        &self,
+        key: &impl Fn(usize) -> &'k Words,
+        hashes: &mut [u64],
+        best: &mut [i32],
+        out: &mut [u32],
+        probe: impl Fn(&Words, Option<u64>) -> Option<Hit>,
+    ) {
+        let (t, max) = (&self.tuple, self.max);
+        if self.large {
+            for (i, (h, b)) in hashes.iter_mut().zip(best.iter()).enumerate() {
+                if *b < max && t.sub.may_match(key(i)) {
+                    *h = t.hash(key(i));
+                    t.index.prefetch(*h);
+                }
+            }
+        }
+        for (i, ((h, b), o)) in hashes
+            .iter()
+            .zip(best.iter_mut())
+            .zip(out.iter_mut())
+            .enumerate()
+        {
+            let k = key(i);
+            if *b >= max || !t.sub.may_match(k) {
+                continue;
+            }
+            if let Some(e) = probe(k, self.large.then_some(*h)) {
+                let p = i32::from(e.priority);
+                if p > *b {
+                    *b = p;
+                    *o = e.slot;
                 }
             }
         }
@@ -872,37 +925,25 @@ impl<P> Classifier<P> {
                         }
                         continue;
                     }
-                    let large = sub.index.len() > CACHED_INDEX;
-                    if large {
-                        for (i, (h, b)) in hashes.iter_mut().zip(best.iter()).enumerate() {
-                            if *b < max && sub.may_match(key(i)) {
-                                *h = t.hash(key(i));
-                                t.index.prefetch(*h);
-                            }
+                    let pass = Pass {
+                        tuple: t,
+                        max,
+                        large: sub.index.len() > CACHED_INDEX,
+                    };
+                    let (hashes, best, out) = (&mut **hashes, &mut **best, &mut *out);
+                    // The probe unrolled for the mask's width, chosen once per subtable.
+                    match *sub.lanes() {
+                        [a] => pass.run(key, hashes, best, out, |k, h| t.probe(&[a], k, h)),
+                        [a, b] => pass.run(key, hashes, best, out, |k, h| t.probe(&[a, b], k, h)),
+                        [a, b, c] => {
+                            pass.run(key, hashes, best, out, |k, h| t.probe(&[a, b, c], k, h))
                         }
-                    }
-                    for (i, ((h, b), o)) in hashes
-                        .iter()
-                        .zip(best.iter_mut())
-                        .zip(out.iter_mut())
-                        .enumerate()
-                    {
-                        let k = key(i);
-                        if *b >= max || !sub.may_match(k) {
-                            continue;
+                        [a, b, c, d] => {
+                            pass.run(key, hashes, best, out, |k, h| t.probe(&[a, b, c, d], k, h))
                         }
-                        let found = if large {
-                            t.find_hashed(*h, k)
-                        } else {
-                            t.find_any(k)
-                        };
-                        if let Some(e) = found {
-                            let p = i32::from(e.priority);
-                            if p > *b {
-                                *b = p;
-                                *o = e.slot;
-                            }
-                        }
+                        _ => pass.run(key, hashes, best, out, |k, h| {
+                            t.find_hashed(h.unwrap_or_else(|| t.hash(k)), k)
+                        }),
                     }
                 }
                 Step::Lpm { .. } => {
