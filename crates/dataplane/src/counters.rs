@@ -27,13 +27,31 @@ impl ShardLease {
     }
 
     fn exclusive(&self) -> bool {
-        self.index < SHARDS - 1
+        Shard(self.index).exclusive()
     }
 
-    /// The shard to write, as an index the compiler knows is in range.
+    /// The shard to write, as a value the hot path keeps in a register.
     #[inline(always)]
-    fn shard(&self) -> usize {
-        self.index % SHARDS
+    pub fn shard(&self) -> Shard {
+        Shard(self.index)
+    }
+}
+
+/// The shard a lease writes (a copy: reading it costs no load through the lease).
+#[derive(Clone, Copy, Debug)]
+pub struct Shard(usize);
+
+impl Shard {
+    /// Whether no other reader writes this shard (plain load + store suffice).
+    #[inline(always)]
+    fn exclusive(self) -> bool {
+        self.0 < SHARDS - 1
+    }
+
+    /// The shard's index, which the compiler knows is in range.
+    #[inline(always)]
+    fn index(self) -> usize {
+        self.0 % SHARDS
     }
 }
 
@@ -81,9 +99,10 @@ pub struct ShardedPair {
 impl ShardedPair {
     /// Adds to the lease's shard.
     #[inline]
-    pub fn add(&self, lease: &ShardLease, packets: u64, bytes: u64) {
-        let shard = &self.shards[lease.shard()];
-        if lease.exclusive() {
+    pub fn add(&self, shard: Shard, packets: u64, bytes: u64) {
+        let exclusive = shard.exclusive();
+        let shard = &self.shards[shard.index()];
+        if exclusive {
             shard[0].store(shard[0].load(Relaxed).wrapping_add(packets), Relaxed);
             shard[1].store(shard[1].load(Relaxed).wrapping_add(bytes), Relaxed);
         } else {
@@ -170,17 +189,17 @@ impl CounterCell {
         (0..SHARDS).map(move |s| self.shard(s))
     }
 
-    /// Hints the CPU to load the lease's cell.
+    /// Hints the CPU to load the cell of `shard`.
     #[inline(always)]
-    pub(crate) fn prefetch(self, lease: &ShardLease) {
-        crate::classifier::hash::prefetch_read(self.shard(lease.shard()));
+    pub(crate) fn prefetch(self, shard: Shard) {
+        crate::classifier::hash::prefetch_read(self.shard(shard.index()));
     }
 
-    /// Counts a packet of `bytes` in the lease's cell.
+    /// Counts a packet of `bytes` in the cell of `shard`.
     #[inline(always)]
-    pub(crate) fn hit(self, lease: &ShardLease, bytes: u64) {
-        let c = self.shard(lease.shard());
-        if lease.exclusive() {
+    pub(crate) fn hit(self, shard: Shard, bytes: u64) {
+        let c = self.shard(shard.index());
+        if shard.exclusive() {
             c.packets
                 .store(c.packets.load(Relaxed).wrapping_add(1), Relaxed);
             c.bytes
@@ -268,8 +287,8 @@ impl TableCounters {
         self.counts.bytes()
     }
 
-    pub(crate) fn add(&self, lease: &ShardLease, lookups: u64, matches: u64) {
-        self.counts.add(lease, lookups, matches);
+    pub(crate) fn add(&self, shard: Shard, lookups: u64, matches: u64) {
+        self.counts.add(shard, lookups, matches);
     }
 }
 
@@ -319,9 +338,9 @@ mod tests {
         let leases = Arc::new(ShardLeases::default());
         let (a, b) = (leases.lease(), leases.lease());
         let c = FlowCounters::new();
-        c.cell().hit(&a, 60);
-        c.cell().hit(&b, 40);
-        c.cell().hit(&a, 10);
+        c.cell().hit(a.shard(), 60);
+        c.cell().hit(b.shard(), 40);
+        c.cell().hit(a.shard(), 10);
         assert_eq!((c.packets(), c.bytes()), (3, 110));
     }
 
@@ -331,7 +350,7 @@ mod tests {
         let live: Vec<_> = (0..CHUNK_FLOWS + 3).map(|_| FlowCounters::new()).collect();
         for (n, c) in live.iter().enumerate() {
             for _ in 0..n % 5 {
-                c.cell().hit(&lease, 100);
+                c.cell().hit(lease.shard(), 100);
             }
         }
         for (n, c) in live.iter().enumerate() {
@@ -347,10 +366,10 @@ mod tests {
         let lease = Arc::new(ShardLeases::default()).lease();
         let c = FlowCounters::new();
         assert_eq!(c.last_active_ns(100), 0);
-        c.cell().hit(&lease, 60);
+        c.cell().hit(lease.shard(), 60);
         assert_eq!(c.last_active_ns(200), 200);
         assert_eq!(c.last_active_ns(300), 200);
-        c.cell().hit(&lease, 60);
+        c.cell().hit(lease.shard(), 60);
         assert_eq!(c.last_active_ns(400), 400);
     }
 }

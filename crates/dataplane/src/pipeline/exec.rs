@@ -394,8 +394,8 @@ fn run_group<S: PacketSink>(
         entry.counters.buckets.first(),
     ) {
         // The next hop of a route: its one bucket on the packet itself.
-        entry.counters.group.add(env.lease, 1, len);
-        counter.add(env.lease, 1, len);
+        entry.counters.group.add(env.shard, 1, len);
+        counter.add(env.shard, 1, len);
         run_bucket_in_place(env, frame, key, meta, bucket);
         return;
     }
@@ -415,7 +415,7 @@ fn run_group<S: PacketSink>(
             }
         }
     };
-    entry.counters.group.add(env.lease, 1, len);
+    entry.counters.group.add(env.shard, 1, len);
     if n == 0 {
         env.drops.other += 1;
         return;
@@ -425,7 +425,7 @@ fn run_group<S: PacketSink>(
             continue;
         };
         if let Some(c) = entry.counters.buckets.get(b) {
-            c.add(env.lease, 1, len);
+            c.add(env.shard, 1, len);
         }
         if in_place && k + 1 == n && env.depth > 0 {
             run_bucket_in_place(env, frame, key, meta, bucket);

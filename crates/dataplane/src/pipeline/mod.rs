@@ -19,7 +19,7 @@ pub(crate) use single::{packet_out, process_normal};
 use crate::actions::{ActionSet, Frame};
 use crate::batch::{PacketBatch, PacketSink};
 use crate::classifier::{Classifier, LookupScratch, Words, NO_RULE};
-use crate::counters::ShardLease;
+use crate::counters::{Shard, ShardLease};
 use crate::datapath::{FlowId, FragHandling, Shared};
 use crate::key::{frag, FlowKey, ParseDepth};
 use crate::parse::{parse_to, ParseStats};
@@ -280,7 +280,7 @@ enum Verdict {
 struct Env<'a, S> {
     state: &'a State,
     shared: &'a Shared,
-    lease: &'a ShardLease,
+    shard: Shard,
     now: u64,
     sink: &'a mut S,
     pool: &'a mut Vec<Vec<u8>>,
@@ -355,10 +355,11 @@ fn process_window<S: PacketSink>(
         drops,
         tally,
     } = scratch;
+    let shard = lease.shard();
     let mut env = Env {
         state,
         shared,
-        lease,
+        shard,
         now,
         sink,
         pool,
@@ -375,7 +376,7 @@ fn process_window<S: PacketSink>(
         base,
     };
     w.stages.at.fill(NOWHERE);
-    let mut intake = Intake::new(state, lease);
+    let mut intake = Intake::new(state, shard);
     for i in 0..n.min(WINDOW) as u8 {
         let Some(slot) = w.batch.slot(base + usize::from(i)) else {
             continue;
@@ -419,11 +420,11 @@ fn process_window<S: PacketSink>(
                 table.prefetch_rule(s);
             }
             for &s in hits.iter().take(COUNTERS_AHEAD) {
-                prefetch_counters(table, s, lease);
+                prefetch_counters(table, s, shard);
             }
             for (k, (&i, &s)) in picked.iter().zip(hits).enumerate() {
                 if let Some(&ahead) = hits.get(k + COUNTERS_AHEAD) {
-                    prefetch_counters(table, ahead, lease);
+                    prefetch_counters(table, ahead, shard);
                 }
                 w.visit(&mut env, table, table_id, i, s);
             }
@@ -433,7 +434,7 @@ fn process_window<S: PacketSink>(
             }
         }
     }
-    w.tally.flush(shared, lease);
+    w.tally.flush(shared, shard);
 }
 
 /// The packets of a window on their way through the tables.
@@ -465,7 +466,7 @@ impl Window<'_> {
             return;
         };
         let entry = &rule.payload;
-        entry.cell.hit(env.lease, u64::from(p.len));
+        entry.cell.hit(env.shard, u64::from(p.len));
         let program = &entry.program;
         let next = if program.flags & flag::GOTO_ONLY != 0 {
             program.goto
@@ -517,7 +518,7 @@ impl Tally {
         self.misses[usize::from(table)] += 1;
     }
 
-    fn flush(&mut self, shared: &Shared, lease: &ShardLease) {
+    fn flush(&mut self, shared: &Shared, shard: Shard) {
         for (w, word) in self.touched.iter_mut().enumerate() {
             while *word != 0 {
                 let t = w * 64 + word.trailing_zeros() as usize;
@@ -529,7 +530,7 @@ impl Tally {
                 ) else {
                     continue;
                 };
-                c.add(lease, *n, *n - *m);
+                c.add(shard, *n, *n - *m);
                 (*n, *m) = (0, 0);
             }
         }
@@ -542,9 +543,9 @@ const COUNTERS_AHEAD: usize = 6;
 
 /// Hints the CPU to load the reader's counter cell of the rule in `slot`.
 #[inline(always)]
-fn prefetch_counters(table: &Classifier<FlowEntry>, slot: u32, lease: &ShardLease) {
+fn prefetch_counters(table: &Classifier<FlowEntry>, slot: u32, shard: Shard) {
     if let Some(rule) = table.rule(slot) {
-        rule.payload.cell.prefetch(lease);
+        rule.payload.cell.prefetch(shard);
     }
 }
 
@@ -553,15 +554,15 @@ fn prefetch_counters(table: &Classifier<FlowEntry>, slot: u32, lease: &ShardLeas
 /// parses it and applies the fragment policy.
 struct Intake<'s> {
     state: &'s State,
-    lease: &'s ShardLease,
+    shard: Shard,
     last: Option<(u32, Option<&'s PortEntry>)>,
 }
 
 impl<'s> Intake<'s> {
-    fn new(state: &'s State, lease: &'s ShardLease) -> Self {
+    fn new(state: &'s State, shard: Shard) -> Self {
         Intake {
             state,
-            lease,
+            shard,
             last: None,
         }
     }
@@ -587,9 +588,9 @@ impl<'s> Intake<'s> {
         };
         let len = frame.len() as u64;
         if let Some(port) = port {
-            port.counters.rx.add(self.lease, 1, len);
+            port.counters.rx.add(self.shard, 1, len);
             if port.info.config.no_recv || port.info.config.down {
-                port.counters.rx_dropped.add(self.lease, 1, len);
+                port.counters.rx_dropped.add(self.shard, 1, len);
                 drops.other += 1;
                 return false;
             }

@@ -21,10 +21,10 @@ pub(super) fn transmit<S: PacketSink>(
         return;
     };
     if !p.forwards() {
-        p.counters.tx_dropped.add(env.lease, 1, frame.len() as u64);
+        p.counters.tx_dropped.add(env.shard, 1, frame.len() as u64);
         return;
     }
-    p.counters.tx.add(env.lease, 1, frame.len() as u64);
+    p.counters.tx.add(env.shard, 1, frame.len() as u64);
     match meta.queue {
         Some(q) => env.sink.output_queue(port_no, q, frame),
         None => env.sink.output(port_no, frame),

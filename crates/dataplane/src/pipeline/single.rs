@@ -27,7 +27,7 @@ fn single_env<'a, S>(
     Env {
         state,
         shared,
-        lease,
+        shard: lease.shard(),
         now,
         sink,
         pool: &mut scratch.pool,
@@ -49,7 +49,7 @@ pub(crate) fn process_normal<S: PacketSink>(
     sink: &mut S,
 ) {
     let mut env = single_env(state, shared, lease, scratch, now, sink);
-    let mut intake = Intake::new(state, lease);
+    let mut intake = Intake::new(state, lease.shard());
     let mut key = FlowKey::default();
     for i in 0..batch.len() {
         let Some((in_port, frame)) = batch.packet(i) else {
@@ -91,7 +91,7 @@ fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
             break;
         };
         let entry = &rule.payload;
-        entry.cell.hit(env.lease, frame.len() as u64);
+        entry.cell.hit(env.shard, frame.len() as u64);
         match run_entry(env, frame, key, &mut set, entry, table_id) {
             Some(next) if next > table_id => table_id = next,
             _ => break,
