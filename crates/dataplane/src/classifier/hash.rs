@@ -7,6 +7,8 @@
 //! predict which keys collide. Both left-right copies of the datapath share the process seed,
 //! so they stay bit-identical.
 
+use super::subtable::Words;
+use crate::key::KEY_WORDS;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;
@@ -42,16 +44,26 @@ fn fold_mul(x: u64, y: u64) -> u64 {
 /// per word).
 #[derive(Clone, Copy, Debug)]
 pub struct Lane {
-    pub at: usize,
+    /// The word's position, below [`KEY_WORDS`] (made so by [`Seed::lane`]).
+    at: usize,
     pub mask: u64,
     salt: u64,
 }
 
 impl Lane {
+    /// The word's position in a key.
+    #[inline(always)]
+    pub fn at(&self) -> usize {
+        self.at
+    }
+
     /// This lane's word of `key` under the mask.
     #[inline(always)]
-    pub fn word(&self, key: &[u64]) -> u64 {
-        key.get(self.at).copied().unwrap_or(0) & self.mask
+    pub fn word(&self, key: &Words) -> u64 {
+        // SAFETY: `at < KEY_WORDS`, the length of `key`: `Seed::lane`, the only constructor,
+        // reduces it modulo `KEY_WORDS` (a probe reads several lanes per packet and table;
+        // the check the compiler cannot drop by itself is a tenth of a lane's cost).
+        unsafe { *key.get_unchecked(self.at) & self.mask }
     }
 
     /// Folds the masked word `w` into the running hash `h`.
@@ -74,8 +86,9 @@ impl Seed {
         fold_mul(h, self.b)
     }
 
-    /// The lane of word `at` under `mask`.
+    /// The lane of word `at` (below [`KEY_WORDS`]) under `mask`.
     pub fn lane(self, at: usize, mask: u64) -> Lane {
+        let at = at % KEY_WORDS;
         Lane {
             at,
             mask,
@@ -90,7 +103,7 @@ impl Seed {
 /// half; without the final mix, keys that differ only in a few low bits, such as port
 /// numbers, crowd into a fraction of the homes under some seeds).
 #[inline(always)]
-pub fn hash_lanes(seed: Seed, key: &[u64], lanes: &[Lane]) -> u64 {
+pub fn hash_lanes(seed: Seed, key: &Words, lanes: &[Lane]) -> u64 {
     let mut h = seed.a;
     for l in lanes {
         h = l.mix(h, l.word(key));
@@ -101,7 +114,7 @@ pub fn hash_lanes(seed: Seed, key: &[u64], lanes: &[Lane]) -> u64 {
 /// Hashes `key & mask` over the word positions in `words` (the mask's non-zero words); equal
 /// to [`hash_lanes`] over the same words.
 #[inline(always)]
-pub fn hash_masked(seed: Seed, key: &[u64], mask: &[u64], words: &[u8]) -> u64 {
+pub fn hash_masked(seed: Seed, key: &Words, mask: &Words, words: &[u8]) -> u64 {
     let mut h = seed.a;
     for &i in words {
         let i = usize::from(i);
@@ -584,7 +597,9 @@ mod tests {
         let mut used = vec![false; size];
         let mut total = 0usize;
         for port in 1..=n {
-            let home = ((hash_lanes(seed, &[port], &lanes) >> 32) as usize) & (size - 1);
+            let mut key = [0; KEY_WORDS];
+            key[0] = port;
+            let home = ((hash_lanes(seed, &key, &lanes) >> 32) as usize) & (size - 1);
             let mut pos = home;
             while used[pos] {
                 pos = (pos + 1) & (size - 1);

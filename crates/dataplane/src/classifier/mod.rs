@@ -217,7 +217,7 @@ impl<'s> Tuple<'s> {
                         .iter()
                         .zip(lanes)
                         .skip(1 + ENTRY_REST)
-                        .all(|(w, l)| r.get(l.at) == Some(w))
+                        .all(|(w, l)| r.get(l.at()) == Some(w))
                 })
         })
     }
@@ -669,7 +669,7 @@ impl<P> Classifier<P> {
             }
         }
         self.plan = Plan::Direct(DirectPlan {
-            at: lane.at as u8,
+            at: lane.at() as u8,
             shift: shift as u8,
             mask: lane.mask,
             miss: all.slot,

@@ -201,7 +201,7 @@ impl Subtable {
             .get(self.index.held_words()..)
             .unwrap_or(&[])
             .iter()
-            .all(|l| rule.get(l.at) == Some(&l.word(key)))
+            .all(|l| rule.get(l.at()) == Some(&l.word(key)))
     }
 
     /// Whether `key & mask` equals the masked rule key `rule` on the significant words.
