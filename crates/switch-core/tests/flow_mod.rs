@@ -22,20 +22,26 @@ impl PacketOutQueue for Collected {
 }
 
 fn switch() -> Switch {
+    switch_with_datapath(Collected::default()).0
+}
+
+/// A switch whose packet-outs go to `jobs`, and its datapath's readers.
+fn switch_with_datapath(jobs: Collected) -> (Switch, dataplane::datapath::DatapathReaderFactory) {
     let config = DatapathConfig {
         n_tables: 8,
         ..DatapathConfig::default()
     };
-    let (writer, _readers) = dataplane::datapath::new(config);
-    Switch::new(
+    let (writer, readers) = dataplane::datapath::new(config);
+    let sw = Switch::new(
         SwitchSettings {
             datapath_id: 1,
             n_tables: 8,
             n_buffers: 256,
         },
         writer,
-        Box::new(Collected::default()),
-    )
+        Box::new(jobs),
+    );
+    (sw, readers)
 }
 
 fn in_port(p: u32) -> Match {
@@ -282,19 +288,7 @@ impl dataplane::batch::PacketSink for Discard {
 #[test]
 fn traffic_keeps_an_idle_flow_until_it_stops() {
     const S: u64 = 1_000_000_000;
-    let (writer, readers) = dataplane::datapath::new(DatapathConfig {
-        n_tables: 8,
-        ..DatapathConfig::default()
-    });
-    let mut sw = Switch::new(
-        SwitchSettings {
-            datapath_id: 1,
-            n_tables: 8,
-            n_buffers: 256,
-        },
-        writer,
-        Box::new(Collected::default()),
-    );
+    let (mut sw, readers) = switch_with_datapath(Collected::default());
     let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(3));
     fm.idle_timeout = 1;
     fm.flags = FlowModFlags::SEND_FLOW_REM;
@@ -321,20 +315,8 @@ fn traffic_keeps_an_idle_flow_until_it_stops() {
 
 #[test]
 fn flow_mod_releases_its_buffered_packet_from_the_ingress_port() {
-    let (writer, readers) = dataplane::datapath::new(DatapathConfig {
-        n_tables: 8,
-        ..DatapathConfig::default()
-    });
     let jobs = Collected::default();
-    let mut sw = Switch::new(
-        SwitchSettings {
-            datapath_id: 1,
-            n_tables: 8,
-            n_buffers: 256,
-        },
-        writer,
-        Box::new(jobs.clone()),
-    );
+    let (mut sw, readers) = switch_with_datapath(jobs.clone());
     let frame = vec![0xab; 60];
     let buffer_id = readers.shared().buffers.store(&frame, 3, 0).unwrap();
     let mut fm = flow(FlowModCommand::Add, 0, 10, in_port(3));
