@@ -741,18 +741,13 @@ impl<P> Classifier<P> {
         if !all.words.is_empty() {
             return None;
         }
-        Some(
-            match all
-                .index
-                .find(all.hash(&ZERO), 0, [0; ENTRY_REST], |_| true)
-            {
-                Some(e) => Fallback {
-                    slot: e.slot,
-                    priority: i32::from(e.priority),
-                },
-                None => Fallback::NONE,
-            },
-        )
+        let head = all
+            .index
+            .find(all.hash(&ZERO), 0, [0; ENTRY_REST], |_| true);
+        Some(head.map_or(Fallback::NONE, |e| Fallback {
+            slot: e.slot,
+            priority: i32::from(e.priority),
+        }))
     }
 
     /// Chooses how [`Self::lookup_batch`] classifies (after every change of the probe order
