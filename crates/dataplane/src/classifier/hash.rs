@@ -489,18 +489,6 @@ impl Index {
         }
     }
 
-    /// The hit for masked key words `word0` and `rest` (the words after it, 0 past the
-    /// mask's) for which `tail_eq(slot)` holds.
-    pub fn find(
-        &self,
-        hash: u64,
-        word0: u64,
-        rest: [u64; ENTRY_REST],
-        tail_eq: impl FnMut(u32) -> bool,
-    ) -> Option<Hit> {
-        self.view().find(hash, word0, rest, tail_eq)
-    }
-
     /// Inserts an entry (the caller ensures no equal key is present).
     pub fn insert(
         &mut self,
@@ -550,7 +538,8 @@ impl IndexProbe<'_> {
         }
     }
 
-    /// As [`Index::find`].
+    /// The hit for masked key words `word0` and `rest` (the words after it, 0 past the
+    /// mask's) for which `tail_eq(slot)` holds.
     #[inline(always)]
     pub fn find(
         &self,
@@ -625,12 +614,15 @@ mod tests {
             index.insert(h, word0, rest, hit, |_| h);
         }
         for (slot, &(word0, rest)) in keys.iter().enumerate() {
-            let found = index.find(h, word0, rest, |_| true).map(|e| e.slot);
+            let found = index.view().find(h, word0, rest, |_| true).map(|e| e.slot);
             assert_eq!(found, Some(slot as u32));
         }
-        assert!(index.find(h, 7, [2, 2], |_| true).is_none());
-        assert!(index.find(h, 7, [1, 2], |_| false).is_none());
-        assert!(index.find(h ^ (1 << 20), 7, [1, 2], |_| true).is_none());
+        assert!(index.view().find(h, 7, [2, 2], |_| true).is_none());
+        assert!(index.view().find(h, 7, [1, 2], |_| false).is_none());
+        assert!(index
+            .view()
+            .find(h ^ (1 << 20), 7, [1, 2], |_| true)
+            .is_none());
     }
 
     #[test]

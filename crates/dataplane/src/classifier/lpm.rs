@@ -519,6 +519,7 @@ impl LpmPlan {
 fn head_of(sub: &Subtable, keys: &[Words], key: &Words) -> u32 {
     let h = sub.hash(key);
     sub.index
+        .view()
         .find(h, sub.word0(key), sub.rest(key), |s| {
             keys.get(s as usize).is_some_and(|k| sub.key_eq(key, k))
         })

@@ -741,9 +741,8 @@ impl<P> Classifier<P> {
         if !all.words.is_empty() {
             return None;
         }
-        let head = all
-            .index
-            .find(all.hash(&ZERO), 0, [0; ENTRY_REST], |_| true);
+        let probe = all.index.view();
+        let head = probe.find(all.hash(&ZERO), 0, [0; ENTRY_REST], |_| true);
         Some(head.map_or(Fallback::NONE, |e| Fallback {
             slot: e.slot,
             priority: i32::from(e.priority),
@@ -968,6 +967,7 @@ impl<P> Classifier<P> {
 /// The chain head (highest-priority rule) in `sub` whose masked key equals `key`.
 fn find_head(keys: &[Words], sub: &Subtable, h: u64, key: &Words) -> Option<u32> {
     sub.index
+        .view()
         .find(h, sub.word0(key), sub.rest(key), |s| {
             rule_key(keys, s).is_some_and(|k| sub.key_eq(k, key))
         })
