@@ -378,7 +378,9 @@ impl Switch {
         removed
     }
 
-    /// Removes entries whose idle or hard timeout passed.
+    /// Removes entries whose idle or hard timeout passed. Called periodically: an entry's
+    /// idle time counts from the first call that saw its packet count move, so an idle
+    /// timeout fires at most one period late.
     pub fn expire(&mut self, now_ns: u64) -> Vec<FlowRemoved> {
         let mut removed = Vec::new();
         for table_id in 0..self.settings.n_tables {
