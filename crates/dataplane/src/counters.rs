@@ -212,7 +212,7 @@ impl CounterCell {
 }
 
 /// Per flow entry counters, shared between the switch core and the datapath (whose rules
-/// keep the [`CounterCell`]). A hit writes 16 bytes of its reader's shard and no timestamp:
+/// keep the `CounterCell`). A hit writes 16 bytes of its reader's shard and no timestamp:
 /// when a flow was last active is found by watching its packet count ([`Self::last_active_ns`]).
 #[derive(Debug)]
 pub struct FlowCounters {

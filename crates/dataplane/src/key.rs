@@ -181,8 +181,8 @@ macro_rules! flow_key {
 
 // The order puts fields matched together into the same words: EtherType beside the
 // Ethernet addresses, the IPv4 addresses in one word, ports, protocol and the other small
-// L3/L4 fields in the next, so a 5-tuple match hashes three words and compares them in
-// one cache line of the rule key.
+// L3/L4 fields in the next, so a 5-tuple match hashes three words, all of which its index
+// entries hold.
 flow_key! {
     /// Ingress port.
     in_port: u32,

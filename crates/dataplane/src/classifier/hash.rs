@@ -239,8 +239,9 @@ fn tag(hash: u64) -> u16 {
 }
 
 /// Linear-probing index from a masked-key hash to the rule slot, entries of `1 + R` key
-/// words. Load factor at most 1/2; deletion shifts entries back so no tombstones accumulate.
-/// Homes are recomputed from the rules (`rehash`) when growing or deleting.
+/// words. Load factor at most 1/2 (1/4 below `SPARSE_BELOW` entries); deletion shifts
+/// entries back so no tombstones accumulate. Homes are recomputed from the rules (`rehash`)
+/// when growing or deleting.
 #[derive(Clone, Debug)]
 pub struct RawIndex<const R: usize> {
     entries: Box<[IndexEntry<R>]>,
