@@ -1,7 +1,7 @@
 //! A flow entry's instructions compiled for the hot path.
 //!
 //! Actions become 8-byte [`Op`]s with their operands ready to use (a MAC, an address, a
-//! port), so a rule's whole program usually sits in the same cache line as its header and
+//! port), so a flow entry's whole program usually sits in the entry's one cache line and
 //! one `match` dispatches each action. Actions the hot path does not specialise keep their
 //! IR form in a side list ([`Op::Slow`]). Write-Actions are pre-sorted into action-set order,
 //! so an entry that ends the pipeline with an empty action set runs them directly without
@@ -12,8 +12,9 @@ use crate::ir::{port, Action, Instruction};
 use crate::key::{Field, FieldValue};
 use std::sync::Arc;
 
-/// Ops kept inside the program; longer programs share one heap slice.
-const INLINE: usize = 5;
+/// Ops kept inside the program (as many as the usual entry needs: a rewrite or two and an
+/// output); longer programs share one heap slice.
+const INLINE: usize = 3;
 
 /// One compiled action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,7 +155,7 @@ pub(crate) const NO_GOTO: u8 = u8::MAX;
 
 /// Compiled instructions, executed in the order of OpenFlow 1.3 section 5.9: meter,
 /// apply-actions, (InSP), clear-actions, write-actions, write-metadata, goto-table.
-/// Everything a packet reads of a usual program lies in its first 52 bytes.
+/// 48 bytes, so that a flow entry is one cache line.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub(crate) struct Program {
@@ -165,12 +166,12 @@ pub(crate) struct Program {
     write_len: u16,
     /// The ops did not fit inline: they are in `rare`.
     spilled: bool,
-    /// Some op is [`Op::Slow`]: its action is in `rare`. (`rare` lies in the rule's second
-    /// cache line: these flags keep a usual program from reading it.)
+    /// Some op is [`Op::Slow`]: its action is in `rare`. (These flags keep a usual program
+    /// from loading `rare`, a line elsewhere.)
     has_slow: bool,
     /// The entry is a table-miss entry (priority 0, match-all), so a CONTROLLER output
     /// reports `NO_MATCH`. Set by the datapath from the entry's match; kept here, in the
-    /// rule's first cache line, beside what a packet reads anyway.
+    /// entry's line, beside what a packet reads anyway.
     pub table_miss: bool,
     pub meter: u32,
     /// Apply-Actions followed by Write-Actions (sorted in action-set order), when they fit.
@@ -178,7 +179,7 @@ pub(crate) struct Program {
     rare: Option<Arc<Rare>>,
 }
 
-const _: () = assert!(core::mem::size_of::<Program>() == 64);
+const _: () = assert!(core::mem::size_of::<Program>() == 48);
 
 /// Collects ops inline while they fit, on the heap beyond (no allocation for short programs:
 /// compiling runs once per flow-mod).
@@ -330,7 +331,7 @@ impl Program {
         }
     }
 
-    /// The InSP instruction (its flag is read first: `rare` lies in the rule's second line).
+    /// The InSP instruction (its flag is read first: `rare` lies in a line of its own).
     pub fn insp(&self) -> Option<&InspStep> {
         if self.flags & flag::INSP == 0 {
             return None;

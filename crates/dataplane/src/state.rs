@@ -13,18 +13,30 @@ use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// What a classifier match returns; `repr(C)` keeps the per-packet fields in front: the
-/// counter cell and the program's header and inline ops share the rule's first cache line.
+/// What a classifier match returns: the part of a flow entry a packet reads, one cache line
+/// (a large table's entries are read at random, a line each).
 #[derive(Clone, Debug)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub(crate) struct FlowEntry {
     pub cell: CounterCell,
     pub program: Program,
+    /// For the packet-ins the entry sends.
     pub id: FlowId,
+}
+
+// The classifier keeps `Option<FlowEntry>`s: the counter cell's pointer is their niche.
+const _: () = assert!(core::mem::size_of::<Option<FlowEntry>>() == 64);
+
+/// A flow table of the datapath.
+pub(crate) type FlowTable = Classifier<FlowEntry, FlowKeep>;
+
+/// What the datapath keeps with a flow entry that packets never read.
+#[derive(Clone, Debug)]
+pub(crate) struct FlowKeep {
     /// Parse depth the match needs (actions parse deeper on demand).
     pub depth: ParseDepth,
-    /// Keeps `cell` allocated while the rule exists.
-    pub counters: Arc<FlowCounters>,
+    /// Keeps the entry's counter cell allocated while the rule exists (held, never read).
+    pub _cell_owner: Arc<FlowCounters>,
 }
 
 #[derive(Clone, Debug)]
@@ -177,6 +189,7 @@ pub(crate) enum Update {
         priority: u16,
         match_: Match,
         entry: FlowEntry,
+        keep: FlowKeep,
     },
 }
 
@@ -198,14 +211,17 @@ impl Update {
                 id: *id,
                 program,
                 cell: counters.cell(),
+            };
+            let keep = FlowKeep {
                 depth: match_.parse_depth(),
-                counters: Arc::clone(counters),
+                _cell_owner: Arc::clone(counters),
             };
             *self = Update::Insert {
                 table: *table,
                 priority: *priority,
                 match_: *match_,
                 entry,
+                keep,
             };
         }
     }
@@ -214,7 +230,7 @@ impl Update {
 /// One copy of the datapath state.
 #[derive(Clone)]
 pub(crate) struct State {
-    pub tables: Vec<Classifier<FlowEntry>>,
+    pub tables: Vec<FlowTable>,
     pub groups: IdMap<GroupEntry>,
     pub meters: IdMap<Arc<Meter>>,
     pub templates: IdMap<Arc<PacketTemplate>>,
@@ -261,7 +277,7 @@ impl State {
         }
     }
 
-    pub fn table(&self, id: u8) -> Option<&Classifier<FlowEntry>> {
+    pub fn table(&self, id: u8) -> Option<&FlowTable> {
         self.tables.get(usize::from(id))
     }
 
@@ -270,17 +286,24 @@ impl State {
             .tables
             .get_mut(usize::from(table))
             .and_then(|t| t.remove(id.0));
-        if let Some(e) = removed {
-            self.count_depth(e.depth, false);
+        if let Some((_, keep)) = removed {
+            self.count_depth(keep.depth, false);
         }
     }
 
-    fn insert_flow(&mut self, table: u8, priority: u16, match_: &Match, entry: FlowEntry) {
+    fn insert_flow(
+        &mut self,
+        table: u8,
+        priority: u16,
+        match_: &Match,
+        entry: FlowEntry,
+        keep: FlowKeep,
+    ) {
         let id = entry.id;
-        let depth = entry.depth;
+        let depth = keep.depth;
         self.remove_flow(table, id);
         if let Some(t) = self.tables.get_mut(usize::from(table)) {
-            t.insert(id.0, priority, match_, entry);
+            t.insert_with(id.0, priority, match_, entry, keep);
             self.count_depth(depth, true);
         }
     }
@@ -292,7 +315,8 @@ impl State {
                 priority,
                 match_,
                 entry,
-            } => self.insert_flow(*table, *priority, match_, entry.clone()),
+                keep,
+            } => self.insert_flow(*table, *priority, match_, entry.clone(), keep.clone()),
             Update::Port {
                 port_no,
                 info,
@@ -402,7 +426,8 @@ impl left_right::Absorb<Update> for State {
                 priority,
                 match_,
                 entry,
-            } => self.insert_flow(table, priority, &match_, entry),
+                keep,
+            } => self.insert_flow(table, priority, &match_, entry, keep),
             update => self.apply(&update),
         }
     }

@@ -167,7 +167,7 @@ proptest! {
         removals in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
         packets in prop::collection::vec(packet(), 1..60),
     ) {
-        let mut c = Classifier::default();
+        let mut c: Classifier<_> = Classifier::default();
         let mut live = Vec::new();
         for (id, s) in specs.iter().enumerate() {
             let m = s.to_match();
@@ -180,7 +180,7 @@ proptest! {
                 break;
             }
             let (id, _, _) = live.remove(r.index(live.len()));
-            prop_assert_eq!(c.remove(id), Some(id));
+            prop_assert_eq!(c.remove(id), Some((id, ())));
             check(&c, &live, &packets)?;
         }
         prop_assert_eq!(c.len(), live.len());
@@ -193,7 +193,7 @@ proptest! {
         removals in prop::collection::vec(any::<prop::sample::Index>(), 0..30),
         packets in prop::collection::vec(packet(), 1..60),
     ) {
-        let mut c = Classifier::default();
+        let mut c: Classifier<_> = Classifier::default();
         let mut live: Vec<(u64, u16, Match)> = Vec::new();
         for (id, (a, len)) in routes.iter().enumerate() {
             let spec = RuleSpec { priority: 100 + u16::from(*len), in_port: None, eth_type: Some(0x0800), dst: Some((*a, *len)), src: None, tp_dst: None };
@@ -236,7 +236,7 @@ fn mac_rule(i: u32) -> Match {
 
 #[test]
 fn exact_table_is_one_hash() {
-    let mut c = Classifier::default();
+    let mut c: Classifier<_> = Classifier::default();
     for i in 0..1000u32 {
         c.insert(u64::from(i), 10, &mac_rule(i), i);
     }
@@ -246,7 +246,7 @@ fn exact_table_is_one_hash() {
         let b = i.to_be_bytes();
         k.eth_dst = [2, 0, b[0], b[1], b[2], b[3]];
         let slot = c.lookup(k.words()).expect("hit");
-        assert_eq!(c.rule(slot).map(|r| r.payload), Some(i));
+        assert_eq!(c.rule(slot).map(|r| *r.payload), Some(i));
     }
 }
 
@@ -259,7 +259,7 @@ fn narrow_field_table_is_direct_indexed() {
         m.set(Field::InPort, FieldValue::from(p), None);
         m
     };
-    let mut c = Classifier::default();
+    let mut c: Classifier<_> = Classifier::default();
     for p in 1..=48u32 {
         c.insert(u64::from(p), 10, &port_rule(p), p);
     }
@@ -289,9 +289,9 @@ fn narrow_field_table_is_direct_indexed() {
         &mut Default::default(),
     );
     for (k, slot) in keys.iter().zip(&out) {
-        assert_eq!(c.rule(*slot).map(|r| r.payload), Some(expect(k.in_port)));
+        assert_eq!(c.rule(*slot).map(|r| *r.payload), Some(expect(k.in_port)));
         let one = c.lookup(k.words()).and_then(|s| c.rule(s));
-        assert_eq!(one.map(|r| r.payload), Some(expect(k.in_port)));
+        assert_eq!(one.map(|r| *r.payload), Some(expect(k.in_port)));
     }
     // A catch-all above the rules takes everything: no longer a tuple with a catch-all below.
     c.insert(101, 30, &Match::any(), 101);
@@ -305,12 +305,12 @@ fn narrow_field_table_is_direct_indexed() {
         ..FlowKey::default()
     };
     let hit = c.lookup(k.words()).and_then(|s| c.rule(s));
-    assert_eq!(hit.map(|r| r.payload), Some(4097));
+    assert_eq!(hit.map(|r| *r.payload), Some(4097));
 }
 
 #[test]
 fn kind_follows_contents() {
-    let mut c = Classifier::default();
+    let mut c: Classifier<_> = Classifier::default();
     assert_eq!(c.kind(), Kind::Empty);
     let route = |a: u32, len: u8| {
         RuleSpec {
@@ -375,7 +375,7 @@ fn kind_follows_contents() {
 
 #[test]
 fn batch_lookup_equals_single_lookup() {
-    let mut c = Classifier::default();
+    let mut c: Classifier<_> = Classifier::default();
     for i in 0..300u32 {
         c.insert(u64::from(i), (i % 7) as u16, &mac_rule(i % 150), i);
     }
@@ -418,7 +418,7 @@ fn batch_lookup_agrees_with_linear_scan_at_every_size() {
         (200, false, 3, true),
         (5000, false, 0, true),
     ] {
-        let mut c = Classifier::default();
+        let mut c: Classifier<_> = Classifier::default();
         let mut installed = Vec::new();
         for i in 0..rules {
             let mut m = mac_rule(i % (rules / 2));
@@ -484,7 +484,7 @@ fn subtables_keyed_on_in_port_are_skipped_for_other_ports() {
         }
         m
     };
-    let mut c = Classifier::default();
+    let mut c: Classifier<_> = Classifier::default();
     c.insert(1, 10, &rule(1, Some(0x0800)), 1);
     c.insert(2, 10, &rule(2, None), 2);
     c.insert(3, 0, &Match::any(), 3);
@@ -499,11 +499,11 @@ fn subtables_keyed_on_in_port_are_skipped_for_other_ports() {
     let find = |c: &Classifier<u64>, k: &FlowKey| {
         let mut out = [0u32];
         c.lookup_batch(1, |_| k.words(), &mut out, &mut Default::default());
-        let batch = c.rule(out[0]).map(|r| r.payload);
+        let batch = c.rule(out[0]).map(|r| *r.payload);
         assert_eq!(
             c.lookup(k.words())
                 .and_then(|s| c.rule(s))
-                .map(|r| r.payload),
+                .map(|r| *r.payload),
             batch
         );
         batch

@@ -15,7 +15,7 @@
 
 use super::hash::SeededMap;
 use super::subtable::{Subtable, Words};
-use super::{ipv4_lanes, Rule, NO_RULE};
+use super::{ipv4_lanes, RuleMeta, NO_RULE};
 
 const CHUNK_FLAG: u32 = 1 << 31;
 const SLOT_BITS: u32 = 25;
@@ -334,9 +334,9 @@ impl LpmPlan {
     }
 
     /// Picks the largest qualifying family of the table, if any, and builds its table.
-    pub fn choose<P>(
+    pub(super) fn choose<C>(
         subtables: &[Option<Subtable>],
-        rules: &[Option<Rule<P>>],
+        rules: &[Option<RuleMeta<C>>],
         keys: &[Words],
     ) -> Option<LpmPlan> {
         let mut best: Option<(usize, LpmPlan)> = None;
@@ -391,10 +391,10 @@ impl LpmPlan {
     }
 
     /// Checks the family qualifies and fills the table; returns the number of rules.
-    fn build<P>(
+    fn build<C>(
         &mut self,
         subtables: &[Option<Subtable>],
-        rules: &[Option<Rule<P>>],
+        rules: &[Option<RuleMeta<C>>],
         keys: &[Words],
     ) -> Option<usize> {
         if !self.priorities_consistent(subtables) || rules.len() >= SLOT_MASK as usize {
@@ -440,10 +440,10 @@ impl LpmPlan {
     }
 
     /// A rule joined a member subtable; false when the family no longer qualifies.
-    pub fn rule_added<P>(
+    pub(super) fn rule_added<C>(
         &mut self,
         subtables: &[Option<Subtable>],
-        rules: &[Option<Rule<P>>],
+        rules: &[Option<RuleMeta<C>>],
         keys: &[Words],
         sub_id: u32,
         slot: u32,
@@ -527,10 +527,10 @@ fn head_of(sub: &Subtable, keys: &[Words], key: &Words) -> u32 {
 }
 
 /// The installed rules with their keys.
-fn live<'r, P>(
-    rules: &'r [Option<Rule<P>>],
+fn live<'r, C>(
+    rules: &'r [Option<RuleMeta<C>>],
     keys: &'r [Words],
-) -> impl Iterator<Item = (&'r Rule<P>, &'r Words)> {
+) -> impl Iterator<Item = (&'r RuleMeta<C>, &'r Words)> {
     rules
         .iter()
         .zip(keys)

@@ -60,18 +60,27 @@ pub enum Kind {
     TupleSpace,
 }
 
-/// One installed rule. `repr(C)` with the payload first and line-aligned: a matched packet
-/// touches the payload's first line only (the key words are compared from the index entry
-/// and the key array).
-#[derive(Clone, Debug)]
-#[repr(C, align(64))]
-pub struct Rule<P> {
-    pub payload: P,
+/// One installed rule as the control path sees it: its payload, and what its owner keeps
+/// with it.
+#[derive(Clone, Copy, Debug)]
+pub struct Rule<'c, P, C> {
     pub id: u64,
     pub priority: u16,
+    pub payload: &'c P,
+    pub extra: &'c C,
+}
+
+/// Everything of a rule but its payload, kept apart from the payloads: a matched packet
+/// reads the payload only, so a large table's payloads pack densely (one cache line each
+/// for the datapath's flow entries) and its memory holds no line a packet never reads.
+#[derive(Clone, Debug)]
+struct RuleMeta<C> {
+    id: u64,
+    priority: u16,
     subtable: u32,
     /// Next rule with the same masked key in the same subtable (lower or equal priority).
     next: u32,
+    extra: C,
 }
 
 /// Reusable per-batch scratch for [`Classifier::lookup_batch`].
@@ -325,11 +334,15 @@ impl Pass<'_> {
     }
 }
 
-/// A flow table's classifier; `P` is what a match returns (the compiled instructions).
+/// A flow table's classifier; `P` is what a match returns (the compiled instructions), `C`
+/// what the owner keeps with a rule that lookups never read.
 #[derive(Clone, Debug)]
-pub struct Classifier<P> {
+pub struct Classifier<P, C = ()> {
     seed: Seed,
-    rules: Vec<Option<Rule<P>>>,
+    /// Each rule's payload, by slot.
+    payloads: Vec<Option<P>>,
+    /// The rest of each rule, by slot.
+    rules: Vec<Option<RuleMeta<C>>>,
     /// Each rule's masked key words, by slot (apart from the rules: no allocation per rule,
     /// and a multi-word compare loads one line instead of chasing a pointer). Entries of free
     /// slots are stale and never read: index entries only point at live rules.
@@ -363,10 +376,11 @@ impl Step {
     }
 }
 
-impl<P> Default for Classifier<P> {
+impl<P, C> Default for Classifier<P, C> {
     fn default() -> Self {
         Classifier {
             seed: Seed::process(),
+            payloads: Vec::new(),
             rules: Vec::new(),
             keys: Vec::new(),
             free_rules: Vec::new(),
@@ -383,7 +397,7 @@ impl<P> Default for Classifier<P> {
     }
 }
 
-impl<P> Classifier<P> {
+impl<P, C> Classifier<P, C> {
     pub fn len(&self) -> usize {
         self.by_id.len()
     }
@@ -410,41 +424,57 @@ impl<P> Classifier<P> {
         self.by_mask.len()
     }
 
-    /// Hints the CPU to load the first line of the rule in `slot` (its payload's hot part).
+    /// Hints the CPU to load the first line of the payload in `slot`.
     #[inline(always)]
-    pub fn prefetch_rule(&self, slot: u32) {
-        if let Some(r) = self.rules.get(slot as usize) {
-            hash::prefetch_read(r);
+    pub fn prefetch_payload(&self, slot: u32) {
+        if let Some(p) = self.payloads.get(slot as usize) {
+            hash::prefetch_read(p);
         }
     }
 
-    /// The rule in `slot` (from a lookup).
+    /// The payload of the rule in `slot` (from a lookup): all a matched packet reads.
     #[inline(always)]
-    pub fn rule(&self, slot: u32) -> Option<&Rule<P>> {
-        self.rules.get(slot as usize).and_then(Option::as_ref)
+    pub fn payload(&self, slot: u32) -> Option<&P> {
+        self.payloads.get(slot as usize).and_then(Option::as_ref)
+    }
+
+    /// The rule in `slot`.
+    pub fn rule(&self, slot: u32) -> Option<Rule<'_, P, C>> {
+        let meta = self.rules.get(slot as usize)?.as_ref()?;
+        Some(Rule {
+            id: meta.id,
+            priority: meta.priority,
+            payload: self.payload(slot)?,
+            extra: &meta.extra,
+        })
     }
 
     /// The rule with this id.
-    pub fn get(&self, id: u64) -> Option<&Rule<P>> {
+    pub fn get(&self, id: u64) -> Option<Rule<'_, P, C>> {
         self.by_id.get(&id).and_then(|&s| self.rule(s))
     }
 
     /// Mutable access to a rule's payload (e.g. to replace its instructions).
     pub fn payload_mut(&mut self, id: u64) -> Option<&mut P> {
         let slot = *self.by_id.get(&id)?;
-        self.rules
-            .get_mut(slot as usize)?
-            .as_mut()
-            .map(|r| &mut r.payload)
+        self.payloads.get_mut(slot as usize)?.as_mut()
     }
 
     /// Iterates over all rules (any order).
-    pub fn rules(&self) -> impl Iterator<Item = &Rule<P>> {
-        self.rules.iter().flatten()
+    pub fn rules(&self) -> impl Iterator<Item = Rule<'_, P, C>> {
+        (0..self.rules.len() as u32).filter_map(|s| self.rule(s))
     }
 
     /// Inserts a rule, replacing any rule with the same id.
-    pub fn insert(&mut self, id: u64, priority: u16, m: &Match, payload: P) {
+    pub fn insert(&mut self, id: u64, priority: u16, m: &Match, payload: P)
+    where
+        C: Default,
+    {
+        self.insert_with(id, priority, m, payload, C::default());
+    }
+
+    /// Inserts a rule with what its owner keeps with it, replacing any rule with the same id.
+    pub fn insert_with(&mut self, id: u64, priority: u16, m: &Match, payload: P, extra: C) {
         self.remove(id);
         let mask = *m.mask.words();
         let mut key = *m.key.words();
@@ -453,12 +483,13 @@ impl<P> Classifier<P> {
         }
         let (sub_id, created) = self.subtable_for(mask);
         let slot = self.alloc_rule(
-            Rule {
+            payload,
+            RuleMeta {
                 id,
                 priority,
-                payload,
                 subtable: sub_id,
                 next: NO_RULE,
+                extra,
             },
             key,
         );
@@ -494,11 +525,11 @@ impl<P> Classifier<P> {
         }
     }
 
-    /// Removes the rule with this id, returning its payload.
-    pub fn remove(&mut self, id: u64) -> Option<P> {
+    /// Removes the rule with this id, returning its payload and what its owner kept with it.
+    pub fn remove(&mut self, id: u64) -> Option<(P, C)> {
         let slot = self.by_id.remove(&id)?;
         let (sub_id, priority, key) = {
-            let r = self.rule(slot)?;
+            let r = self.rules.get(slot as usize)?.as_ref()?;
             (r.subtable, r.priority, *rule_key(&self.keys, slot)?)
         };
         let Some(Some(sub)) = self.subtables.get_mut(sub_id as usize) else {
@@ -523,6 +554,10 @@ impl<P> Classifier<P> {
         }
         let now_empty = sub.is_empty();
         let rule = self.rules.get_mut(slot as usize).and_then(Option::take)?;
+        let payload = self
+            .payloads
+            .get_mut(slot as usize)
+            .and_then(Option::take)?;
         self.free_rules.push(slot);
         if now_empty {
             if let Some(s) = self
@@ -537,22 +572,25 @@ impl<P> Classifier<P> {
         } else {
             self.rule_removed(sub_id, &key);
         }
-        Some(rule.payload)
+        Some((payload, rule.extra))
     }
 
-    fn alloc_rule(&mut self, rule: Rule<P>, key: Words) -> u32 {
+    fn alloc_rule(&mut self, payload: P, rule: RuleMeta<C>, key: Words) -> u32 {
         match self.free_rules.pop() {
             Some(slot) => {
-                if let (Some(r), Some(k)) = (
+                if let (Some(p), Some(r), Some(k)) = (
+                    self.payloads.get_mut(slot as usize),
                     self.rules.get_mut(slot as usize),
                     self.keys.get_mut(slot as usize),
                 ) {
+                    *p = Some(payload);
                     *r = Some(rule);
                     *k = key;
                 }
                 slot
             }
             None => {
+                self.payloads.push(Some(payload));
                 self.rules.push(Some(rule));
                 self.keys.push(key);
                 (self.rules.len() - 1) as u32
@@ -719,6 +757,12 @@ impl<P> Classifier<P> {
         Some((prio_of(&self.rules, slot), slot))
     }
 
+    /// The priority of the rule in `slot`.
+    #[inline(always)]
+    fn priority(&self, slot: u32) -> Option<u16> {
+        Some(self.rules.get(slot as usize)?.as_ref()?.priority)
+    }
+
     /// The probe view of a subtable.
     #[inline(always)]
     fn tuple<'s>(&'s self, sub: &'s Subtable) -> Tuple<'s> {
@@ -793,7 +837,7 @@ impl<P> Classifier<P> {
             Plan::Routes { all } => {
                 let found = self.lpm.as_ref().and_then(|p| p.lookup(key));
                 match found {
-                    Some(slot) if all.loses_to(self.rule(slot).map(|r| r.priority)) => slot,
+                    Some(slot) if all.loses_to(self.priority(slot)) => slot,
                     _ => all.slot,
                 }
             }
@@ -874,7 +918,7 @@ impl<P> Classifier<P> {
         };
         let state = scratch.hashes(out.len());
         plan.lookup_batch(out.len(), key, &|_| true, state, |i, slot| {
-            let wins = all.loses_to(self.rule(slot).map(|r| r.priority));
+            let wins = all.loses_to(self.priority(slot));
             if let (true, Some(o)) = (wins, out.get_mut(i)) {
                 *o = slot;
             }
@@ -948,7 +992,7 @@ impl<P> Classifier<P> {
                         hits.push((i as u32, slot))
                     });
                     for &(i, slot) in hits.iter() {
-                        let p = self.rule(slot).map_or(0, |r| i32::from(r.priority));
+                        let p = self.priority(slot).map_or(0, i32::from);
                         if let (Some(b), Some(o)) =
                             (best.get_mut(i as usize), out.get_mut(i as usize))
                         {
@@ -980,7 +1024,7 @@ fn rule_key(keys: &[Words], slot: u32) -> Option<&Words> {
     keys.get(slot as usize)
 }
 
-fn next_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> u32 {
+fn next_of<C>(rules: &[Option<RuleMeta<C>>], slot: u32) -> u32 {
     rules
         .get(slot as usize)
         .and_then(Option::as_ref)
@@ -988,21 +1032,21 @@ fn next_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> u32 {
 }
 
 /// The index entry's answer for the rule in `slot`.
-fn hit_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> Hit {
+fn hit_of<C>(rules: &[Option<RuleMeta<C>>], slot: u32) -> Hit {
     Hit {
         slot,
         priority: prio_of(rules, slot),
     }
 }
 
-fn prio_of<P>(rules: &[Option<Rule<P>>], slot: u32) -> u16 {
+fn prio_of<C>(rules: &[Option<RuleMeta<C>>], slot: u32) -> u16 {
     rules
         .get(slot as usize)
         .and_then(Option::as_ref)
         .map_or(0, |r| r.priority)
 }
 
-fn set_next<P>(rules: &mut [Option<Rule<P>>], slot: u32, next: u32) {
+fn set_next<C>(rules: &mut [Option<RuleMeta<C>>], slot: u32, next: u32) {
     if let Some(Some(r)) = rules.get_mut(slot as usize) {
         r.next = next;
     }
@@ -1010,7 +1054,7 @@ fn set_next<P>(rules: &mut [Option<Rule<P>>], slot: u32, next: u32) {
 
 /// Inserts `slot` into the equal-key chain starting at `head` (priority descending, a new rule
 /// after existing equal-priority ones); returns the new head.
-fn chain_insert<P>(rules: &mut [Option<Rule<P>>], head: u32, slot: u32) -> u32 {
+fn chain_insert<C>(rules: &mut [Option<RuleMeta<C>>], head: u32, slot: u32) -> u32 {
     let p = prio_of(rules, slot);
     if p > prio_of(rules, head) {
         set_next(rules, slot, head);
@@ -1029,7 +1073,7 @@ fn chain_insert<P>(rules: &mut [Option<Rule<P>>], head: u32, slot: u32) -> u32 {
 }
 
 /// Unlinks `slot` from the chain at `head`; returns the new head (or [`NO_RULE`]).
-fn chain_remove<P>(rules: &mut [Option<Rule<P>>], head: u32, slot: u32) -> u32 {
+fn chain_remove<C>(rules: &mut [Option<RuleMeta<C>>], head: u32, slot: u32) -> u32 {
     if head == slot {
         return next_of(rules, slot);
     }
@@ -1072,7 +1116,7 @@ mod tests {
         m.set(Field::EthType, FieldValue::from(0x0800u16), None);
         m.set(Field::Ipv4Dst, FieldValue::from(0x0a00_0001u32), None);
         m.set(Field::TcpDst, FieldValue::from(80u16), None);
-        let mut c = Classifier::default();
+        let mut c: Classifier<_> = Classifier::default();
         c.insert(1, 10, &m, ());
         let key = FlowKey {
             in_port: 1,

@@ -18,13 +18,13 @@ pub(crate) use single::{packet_out, process_normal};
 
 use crate::actions::{ActionSet, Frame};
 use crate::batch::{PacketBatch, PacketSink};
-use crate::classifier::{Classifier, LookupScratch, Words, NO_RULE};
+use crate::classifier::{LookupScratch, Words, NO_RULE};
 use crate::counters::{Shard, ShardLease};
 use crate::datapath::{FlowId, FragHandling, Shared};
 use crate::key::{frag, FlowKey, ParseDepth};
 use crate::parse::{parse_to, ParseStats};
 use crate::program::flag;
-use crate::state::{FlowEntry, PortEntry, State};
+use crate::state::{FlowEntry, FlowTable, PortEntry, State};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Headroom of the copy buffers (group buckets, packet-out, InSP).
@@ -226,8 +226,7 @@ impl Stages {
     }
 }
 
-/// Where a packet is in the pipeline, for packet-ins and port checks. The entry's id is read
-/// only for a packet-in (it lies outside the rule's hot line).
+/// Where a packet is in the pipeline, for packet-ins and port checks.
 #[derive(Clone, Copy, Debug)]
 struct Meta<'e> {
     in_port: u32,
@@ -417,7 +416,7 @@ fn process_window<S: PacketSink>(
             // Start loading every matched rule before touching any, so their cache misses
             // overlap; counters follow a few packets ahead (their address is in the rule).
             for &s in hits {
-                table.prefetch_rule(s);
+                table.prefetch_payload(s);
             }
             for &s in hits.iter().take(COUNTERS_AHEAD) {
                 prefetch_counters(table, s, shard);
@@ -454,18 +453,17 @@ impl Window<'_> {
     fn visit<S: PacketSink>(
         &mut self,
         env: &mut Env<'_, S>,
-        table: &Classifier<FlowEntry>,
+        table: &FlowTable,
         table_id: u8,
         i: u8,
         slot: u32,
     ) {
         let p = &mut self.pkts[usize::from(i)];
-        let Some(rule) = table.rule(slot) else {
+        let Some(entry) = table.payload(slot) else {
             self.tally.miss(table_id);
             env.drops.no_match += 1;
             return;
         };
-        let entry = &rule.payload;
         entry.cell.hit(env.shard, u64::from(p.len));
         let program = &entry.program;
         let next = if program.flags & flag::GOTO_ONLY != 0 {
@@ -543,9 +541,9 @@ const COUNTERS_AHEAD: usize = 6;
 
 /// Hints the CPU to load the reader's counter cell of the rule in `slot`.
 #[inline(always)]
-fn prefetch_counters(table: &Classifier<FlowEntry>, slot: u32, shard: Shard) {
-    if let Some(rule) = table.rule(slot) {
-        rule.payload.cell.prefetch(shard);
+fn prefetch_counters(table: &FlowTable, slot: u32, shard: Shard) {
+    if let Some(entry) = table.payload(slot) {
+        entry.cell.prefetch(shard);
     }
 }
 

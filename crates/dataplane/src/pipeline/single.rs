@@ -85,12 +85,10 @@ fn run_single<S: PacketSink>(env: &mut Env<'_, S>, frame: &mut Frame<'_>, key: &
     let mut set = ActionSet::default();
     let mut table_id = 0u8;
     while let Some(table) = env.state.table(table_id) {
-        let rule = table.rule(table.lookup_one(key.words()));
-        let Some(rule) = rule else {
+        let Some(entry) = table.payload(table.lookup_one(key.words())) else {
             env.drops.no_match += 1;
             break;
         };
-        let entry = &rule.payload;
         entry.cell.hit(env.shard, frame.len() as u64);
         match run_entry(env, frame, key, &mut set, entry, table_id) {
             Some(next) if next > table_id => table_id = next,
