@@ -419,6 +419,19 @@ mod tests {
     }
 
     #[test]
+    fn programs_around_the_inline_length_keep_their_ops() {
+        for n in 0..=INLINE as u32 + 2 {
+            let apply: Vec<Action> = (1..=n)
+                .map(|port| Action::Output { port, max_len: 0 })
+                .collect();
+            let p = Program::compile(&[Instruction::ApplyActions(apply)], 0);
+            let ports: Vec<Op> = (1..=n).map(Op::Output).collect();
+            assert_eq!(p.apply(), ports.as_slice(), "{n} ops");
+            assert_eq!(p.spilled, n as usize > INLINE, "{n} ops");
+        }
+    }
+
+    #[test]
     fn long_programs_spill_to_the_heap_in_order() {
         let apply: Vec<Action> = (1..=7)
             .map(|port| Action::Output { port, max_len: 0 })

@@ -128,8 +128,8 @@ impl Fallback {
     /// Whether a route of this priority beats the catch-all (one at priority 0 loses to
     /// every route, so the route's priority is not even needed).
     #[inline(always)]
-    fn loses_to(self, route_priority: Option<u16>) -> bool {
-        self.priority <= 0 || route_priority.is_some_and(|p| i32::from(p) >= self.priority)
+    fn loses_to(self, route_priority: u16) -> bool {
+        self.priority <= 0 || i32::from(route_priority) >= self.priority
     }
 }
 
@@ -757,12 +757,6 @@ impl<P, C> Classifier<P, C> {
         Some((prio_of(&self.rules, slot), slot))
     }
 
-    /// The priority of the rule in `slot`.
-    #[inline(always)]
-    fn priority(&self, slot: u32) -> Option<u16> {
-        Some(self.rules.get(slot as usize)?.as_ref()?.priority)
-    }
-
     /// The probe view of a subtable.
     #[inline(always)]
     fn tuple<'s>(&'s self, sub: &'s Subtable) -> Tuple<'s> {
@@ -837,7 +831,7 @@ impl<P, C> Classifier<P, C> {
             Plan::Routes { all } => {
                 let found = self.lpm.as_ref().and_then(|p| p.lookup(key));
                 match found {
-                    Some(slot) if all.loses_to(self.priority(slot)) => slot,
+                    Some(slot) if all.loses_to(prio_of(&self.rules, slot)) => slot,
                     _ => all.slot,
                 }
             }
@@ -918,7 +912,7 @@ impl<P, C> Classifier<P, C> {
         };
         let state = scratch.hashes(out.len());
         plan.lookup_batch(out.len(), key, &|_| true, state, |i, slot| {
-            let wins = all.loses_to(self.priority(slot));
+            let wins = all.loses_to(prio_of(&self.rules, slot));
             if let (true, Some(o)) = (wins, out.get_mut(i)) {
                 *o = slot;
             }
@@ -992,7 +986,7 @@ impl<P, C> Classifier<P, C> {
                         hits.push((i as u32, slot))
                     });
                     for &(i, slot) in hits.iter() {
-                        let p = self.priority(slot).map_or(0, i32::from);
+                        let p = i32::from(prio_of(&self.rules, slot));
                         if let (Some(b), Some(o)) =
                             (best.get_mut(i as usize), out.get_mut(i as usize))
                         {
