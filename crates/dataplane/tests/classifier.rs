@@ -250,6 +250,44 @@ fn exact_table_is_one_hash() {
     }
 }
 
+/// What the owner keeps with a rule (apart from the payload a lookup returns) follows the
+/// rule through replacement, slot reuse and removal.
+#[test]
+fn kept_values_stay_with_their_rules() {
+    let mut c: Classifier<u32, String> = Classifier::default();
+    for i in 0..100u32 {
+        c.insert_with(u64::from(i), 10, &mac_rule(i), i, format!("rule {i}"));
+    }
+    c.insert_with(7, 10, &mac_rule(7), 707, "replaced".to_string());
+    assert_eq!(c.remove(3), Some((3, "rule 3".to_string())));
+    assert_eq!(c.remove(3), None);
+    c.insert_with(
+        1000,
+        10,
+        &mac_rule(1000),
+        1000,
+        "in a reused slot".to_string(),
+    );
+    for r in c.rules() {
+        let expect = match r.id {
+            7 => "replaced".to_string(),
+            1000 => "in a reused slot".to_string(),
+            id => format!("rule {id}"),
+        };
+        assert_eq!(
+            (r.extra, u64::from(*r.payload) % 100),
+            (&expect, r.id % 100)
+        );
+    }
+    assert_eq!(c.rules().count(), 100);
+    let k = FlowKey {
+        eth_dst: [2, 0, 0, 0, 3, 0xe8],
+        ..FlowKey::default()
+    };
+    let slot = c.lookup(k.words()).expect("the rule in the reused slot");
+    assert_eq!(c.rule(slot).map(|r| (r.id, *r.payload)), Some((1000, 1000)));
+}
+
 /// An in_port table (the first table of the L3 and load-balancer pipelines) is an array
 /// indexed by port, the catch-all filling the gaps, until a value is too large for one.
 #[test]
