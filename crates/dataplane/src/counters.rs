@@ -90,52 +90,60 @@ impl ShardLeases {
     }
 }
 
-/// A packet + byte counter pair split into shards.
-#[derive(Debug, Default)]
-pub struct ShardedPair {
-    shards: [[AtomicU64; 2]; SHARDS],
-}
-
-impl ShardedPair {
-    /// Adds to the lease's shard.
-    #[inline]
-    pub fn add(&self, shard: Shard, packets: u64, bytes: u64) {
-        let exclusive = shard.exclusive();
-        let shard = &self.shards[shard.index()];
-        if exclusive {
-            shard[0].store(shard[0].load(Relaxed).wrapping_add(packets), Relaxed);
-            shard[1].store(shard[1].load(Relaxed).wrapping_add(bytes), Relaxed);
-        } else {
-            shard[0].fetch_add(packets, Relaxed);
-            shard[1].fetch_add(bytes, Relaxed);
-        }
-    }
-
-    /// Total packets over all shards.
-    pub fn packets(&self) -> u64 {
-        self.shards
-            .iter()
-            .fold(0u64, |a, s| a.wrapping_add(s[0].load(Relaxed)))
-    }
-
-    /// Total bytes over all shards.
-    pub fn bytes(&self) -> u64 {
-        self.shards
-            .iter()
-            .fold(0u64, |a, s| a.wrapping_add(s[1].load(Relaxed)))
-    }
-}
-
-/// Flows whose counters share one allocation.
-const CHUNK_FLOWS: usize = 256;
-
-/// A flow's packets and bytes as one reader counts them.
+/// Packets and bytes as one reader shard counts them.
 #[derive(Debug, Default)]
 #[repr(C)]
 struct Cell {
     packets: AtomicU64,
     bytes: AtomicU64,
 }
+
+impl Cell {
+    /// Adds to the cell: with a plain load and store when no other reader writes it
+    /// (`exclusive`), atomically otherwise.
+    #[inline(always)]
+    fn add(&self, packets: u64, bytes: u64, exclusive: bool) {
+        if exclusive {
+            let (p, b) = (&self.packets, &self.bytes);
+            p.store(p.load(Relaxed).wrapping_add(packets), Relaxed);
+            b.store(b.load(Relaxed).wrapping_add(bytes), Relaxed);
+        } else {
+            self.packets.fetch_add(packets, Relaxed);
+            self.bytes.fetch_add(bytes, Relaxed);
+        }
+    }
+}
+
+/// A packet + byte counter pair split into shards.
+#[derive(Debug, Default)]
+pub struct ShardedPair {
+    shards: [Cell; SHARDS],
+}
+
+impl ShardedPair {
+    /// Adds to the lease's shard.
+    #[inline]
+    pub fn add(&self, shard: Shard, packets: u64, bytes: u64) {
+        self.shards[shard.index()].add(packets, bytes, shard.exclusive());
+    }
+
+    /// Total packets over all shards.
+    pub fn packets(&self) -> u64 {
+        self.shards
+            .iter()
+            .fold(0u64, |a, s| a.wrapping_add(s.packets.load(Relaxed)))
+    }
+
+    /// Total bytes over all shards.
+    pub fn bytes(&self) -> u64 {
+        self.shards
+            .iter()
+            .fold(0u64, |a, s| a.wrapping_add(s.bytes.load(Relaxed)))
+    }
+}
+
+/// Flows whose counters share one allocation.
+const CHUNK_FLOWS: usize = 256;
 
 /// The counters of [`CHUNK_FLOWS`] flows, shard-major: a reader's cells of neighbouring flows
 /// are packed four to a cache line (a large table's counters stay dense in the cache), and
@@ -198,16 +206,7 @@ impl CounterCell {
     /// Counts a packet of `bytes` in the cell of `shard`.
     #[inline(always)]
     pub(crate) fn hit(self, shard: Shard, bytes: u64) {
-        let c = self.shard(shard.index());
-        if shard.exclusive() {
-            c.packets
-                .store(c.packets.load(Relaxed).wrapping_add(1), Relaxed);
-            c.bytes
-                .store(c.bytes.load(Relaxed).wrapping_add(bytes), Relaxed);
-        } else {
-            c.packets.fetch_add(1, Relaxed);
-            c.bytes.fetch_add(bytes, Relaxed);
-        }
+        self.shard(shard.index()).add(1, bytes, shard.exclusive());
     }
 }
 

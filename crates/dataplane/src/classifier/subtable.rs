@@ -23,9 +23,6 @@ pub struct Subtable {
     prios: BTreeMap<u16, u32>,
     /// Creation sequence number: the deterministic tie-break between equal maxima.
     pub seq: u64,
-    /// Position and mask of the first significant word (`word0`), 0 and 0 when none.
-    first: usize,
-    first_mask: u64,
     ports: PortFilter,
 }
 
@@ -105,11 +102,6 @@ impl Subtable {
                 )
             })
             .collect();
-        let (first, first_mask) = mask
-            .iter()
-            .enumerate()
-            .find(|(_, w)| **w != 0)
-            .map_or((0, 0), |(i, w)| (i, *w));
         let index = Index::for_words(words.len());
         Subtable {
             mask,
@@ -119,8 +111,6 @@ impl Subtable {
             index,
             prios: BTreeMap::new(),
             seq,
-            first,
-            first_mask,
             ports: PortFilter::new(&mask),
         }
     }
@@ -180,10 +170,11 @@ impl Subtable {
         hash_lanes(self.seed, key, &self.lanes)
     }
 
-    /// The first significant word of `key & mask` (stored in the index entries).
+    /// The first significant word of `key & mask` (stored in the index entries; 0 for a
+    /// match-all mask).
     #[inline(always)]
     pub fn word0(&self, key: &Words) -> u64 {
-        key.get(self.first).copied().unwrap_or(0) & self.first_mask
+        self.lanes.first().map_or(0, |l| l.word(key))
     }
 
     /// The significant words of `key & mask` after the first that index entries hold (0 for
