@@ -231,6 +231,8 @@ fn apply_op<S: PacketSink>(
 ) -> Verdict {
     match op {
         Op::Output(port) if port != meta.in_port => transmit(env, port, frame.bytes(), meta),
+        // Never back out of the ingress port: that takes the reserved port IN_PORT.
+        Op::Output(_) => env.drops.other += 1,
         Op::SetEthDst(mac) => {
             key.eth_dst = mac;
             frame.put_mac(0, mac);
@@ -264,7 +266,7 @@ fn apply_other<S: PacketSink>(
     slow: &[Action],
 ) -> Verdict {
     match op {
-        Op::Output(port) | Op::Reserved(port) => output(env, frame.bytes(), key, meta, port, 0),
+        Op::Reserved(port) => output(env, frame.bytes(), key, meta, port, 0),
         Op::Controller(max_len) => output(env, frame.bytes(), key, meta, port::CONTROLLER, max_len),
         Op::SetQueue(q) => meta.queue = Some(q),
         Op::Slow(i) => {
@@ -273,7 +275,8 @@ fn apply_other<S: PacketSink>(
             }
         }
         // Run by `apply_op` itself.
-        Op::Group(_)
+        Op::Output(_)
+        | Op::Group(_)
         | Op::SetEthDst(_)
         | Op::SetEthSrc(_)
         | Op::SetIpv4Src(_)
