@@ -32,7 +32,7 @@ pub(super) fn run_entry<S: PacketSink>(
     if program.flags == flag::WRITE && program.goto == NO_GOTO && set.is_empty() {
         // The last table with Write-Actions only, on an empty set: they run now, in order.
         let mut meta = Meta::of_entry(key, entry, table);
-        run_sorted_inline(env, frame, key, &mut meta, program.write(), program.slow());
+        run_sorted(env, frame, key, &mut meta, program.write(), program.slow());
         return None;
     }
     if program.flags != 0 {
@@ -170,12 +170,11 @@ fn run_ops<S: PacketSink>(
 }
 
 /// Runs ops already in action-set order (a bucket, or an entry's Write-Actions on an empty
-/// set); the packet is finished afterwards, so the last op may consume it. Inlined where a
-/// packet usually ends (a route's Write-Actions, a next hop's bucket): there the call, with
-/// its register saves, cost about as much as the ops (L3 934 to 885 instructions per
-/// packet); [`run_sorted`] serves the other callers.
+/// set); the packet is finished afterwards, so the last op may consume it. Inlined: where a
+/// packet usually ends (a route's Write-Actions, a next hop's bucket) the call, with its
+/// register saves, cost about as much as the ops (L3 934 to 885 instructions per packet).
 #[inline(always)]
-fn run_sorted_inline<S: PacketSink>(
+fn run_sorted<S: PacketSink>(
     env: &mut Env<'_, S>,
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
@@ -189,18 +188,6 @@ fn run_sorted_inline<S: PacketSink>(
             return;
         }
     }
-}
-
-/// [`run_sorted_inline`] out of line.
-fn run_sorted<S: PacketSink>(
-    env: &mut Env<'_, S>,
-    frame: &mut Frame<'_>,
-    key: &mut FlowKey,
-    meta: &mut Meta,
-    ops: &[Op],
-    slow: &[Action],
-) {
-    run_sorted_inline(env, frame, key, meta, ops, slow);
 }
 
 /// Applies one IR action (the action set, packet-out, InSP).
@@ -477,7 +464,7 @@ fn run_bucket_in_place<S: PacketSink>(
 ) {
     let mut bucket_meta = *meta;
     env.depth -= 1;
-    run_sorted_inline(env, frame, key, &mut bucket_meta, &bucket.ops, &bucket.slow);
+    run_sorted(env, frame, key, &mut bucket_meta, &bucket.ops, &bucket.slow);
     env.depth += 1;
 }
 
