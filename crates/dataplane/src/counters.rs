@@ -114,53 +114,80 @@ impl Cell {
     }
 }
 
-/// A packet + byte counter pair split into shards.
-#[derive(Debug, Default)]
+/// A packet + byte counter pair split into shards: a cell of the shard-major chunks, so
+/// that one reader's cells of many pairs (the ports' transmit counters, the flows') share
+/// cache lines and no two readers write one line.
+#[derive(Debug)]
 pub struct ShardedPair {
-    shards: [Cell; SHARDS],
+    cell: CounterCell,
+}
+
+impl Default for ShardedPair {
+    fn default() -> Self {
+        ShardedPair {
+            cell: CounterCell::alloc(),
+        }
+    }
+}
+
+impl Drop for ShardedPair {
+    fn drop(&mut self) {
+        // Whoever kept a copy of the cell (a rule, the port table) held this pair alive.
+        FREE_CELLS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(self.cell);
+    }
 }
 
 impl ShardedPair {
     /// Adds to the lease's shard.
     #[inline]
     pub fn add(&self, shard: Shard, packets: u64, bytes: u64) {
-        self.shards[shard.index()].add(packets, bytes, shard.exclusive());
+        self.cell.add(shard, packets, bytes);
     }
 
     /// Total packets over all shards.
     pub fn packets(&self) -> u64 {
-        self.shards
-            .iter()
-            .fold(0u64, |a, s| a.wrapping_add(s.packets.load(Relaxed)))
+        self.cell
+            .shards()
+            .fold(0u64, |a, c| a.wrapping_add(c.packets.load(Relaxed)))
     }
 
     /// Total bytes over all shards.
     pub fn bytes(&self) -> u64 {
-        self.shards
-            .iter()
-            .fold(0u64, |a, s| a.wrapping_add(s.bytes.load(Relaxed)))
+        self.cell
+            .shards()
+            .fold(0u64, |a, c| a.wrapping_add(c.bytes.load(Relaxed)))
+    }
+
+    /// The cell, for a hot path that keeps it beside what it reads anyway; valid while this
+    /// pair lives.
+    pub(crate) fn cell(&self) -> CounterCell {
+        self.cell
     }
 }
 
-/// Flows whose counters share one allocation.
-const CHUNK_FLOWS: usize = 256;
+/// Counter pairs (of flows, ports, groups, tables) that share one allocation.
+const CHUNK_PAIRS: usize = 256;
 
-/// The counters of [`CHUNK_FLOWS`] flows, shard-major: a reader's cells of neighbouring flows
-/// are packed four to a cache line (a large table's counters stay dense in the cache), and
-/// no two readers write one line.
+/// [`CHUNK_PAIRS`] counter pairs, shard-major: a reader's cells of neighbouring pairs are
+/// packed four to a cache line (a large table's flow counters, the ports' transmit counters
+/// stay dense in the cache), and no two readers write one line.
 #[derive(Debug)]
 #[repr(C, align(64))]
 struct Chunk {
-    shards: [[Cell; CHUNK_FLOWS]; SHARDS],
+    shards: [[Cell; CHUNK_PAIRS]; SHARDS],
 }
 
-/// Free cells of all flow counters of the process. Chunks are allocated on demand and
-/// never freed (a freed flow's cells go back on this list), so a cell reference is
-/// `'static` and the datapath keeps a bare pointer to it.
+/// Free cells of all counter pairs of the process. Chunks are allocated on demand and never
+/// freed (a dropped pair's cells go back on this list), so a cell reference is `'static` and
+/// the datapath keeps a bare pointer to it.
 static FREE_CELLS: Mutex<Vec<CounterCell>> = Mutex::new(Vec::new());
 
-/// Where a flow's counters live: its shard-0 cell, which the datapath keeps in the rule's hot
-/// line (the other shards' cells follow at a fixed stride).
+/// Where a counter pair lives: its shard-0 cell (the other shards' cells follow at a fixed
+/// stride). The datapath keeps it beside what it reads anyway: in a rule's hot line, in the
+/// port table.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CounterCell(&'static Cell);
 
@@ -188,9 +215,9 @@ impl CounterCell {
     #[inline(always)]
     fn shard(self, shard: usize) -> &'static Cell {
         // SAFETY: `self.0` is `shards[0][slot]` of a leaked `Chunk`, whose `repr(C)` rows of
-        // `CHUNK_FLOWS` cells follow each other: `shards[shard][slot]` lies `shard *
-        // CHUNK_FLOWS` cells further, inside the chunk for `shard < SHARDS`.
-        unsafe { &*std::ptr::from_ref(self.0).add((shard % SHARDS) * CHUNK_FLOWS) }
+        // `CHUNK_PAIRS` cells follow each other: `shards[shard][slot]` lies `shard *
+        // CHUNK_PAIRS` cells further, inside the chunk for `shard < SHARDS`.
+        unsafe { &*std::ptr::from_ref(self.0).add((shard % SHARDS) * CHUNK_PAIRS) }
     }
 
     fn shards(self) -> impl Iterator<Item = &'static Cell> {
@@ -206,7 +233,14 @@ impl CounterCell {
     /// Counts a packet of `bytes` in the cell of `shard`.
     #[inline(always)]
     pub(crate) fn hit(self, shard: Shard, bytes: u64) {
-        self.shard(shard.index()).add(1, bytes, shard.exclusive());
+        self.add(shard, 1, bytes);
+    }
+
+    /// Adds to the cell of `shard`.
+    #[inline(always)]
+    pub(crate) fn add(self, shard: Shard, packets: u64, bytes: u64) {
+        self.shard(shard.index())
+            .add(packets, bytes, shard.exclusive());
     }
 }
 
@@ -215,7 +249,7 @@ impl CounterCell {
 /// when a flow was last active is found by watching its packet count ([`Self::last_active_ns`]).
 #[derive(Debug)]
 pub struct FlowCounters {
-    cell: CounterCell,
+    counts: ShardedPair,
     /// The packet count last seen by `last_active_ns` and when it was first seen.
     seen: Mutex<(u64, u64)>,
 }
@@ -223,27 +257,23 @@ pub struct FlowCounters {
 impl FlowCounters {
     pub fn new() -> Arc<Self> {
         Arc::new(FlowCounters {
-            cell: CounterCell::alloc(),
+            counts: ShardedPair::default(),
             seen: Mutex::new((0, 0)),
         })
     }
 
     pub(crate) fn cell(&self) -> CounterCell {
-        self.cell
+        self.counts.cell()
     }
 
     /// Packets matched by the entry.
     pub fn packets(&self) -> u64 {
-        self.cell
-            .shards()
-            .fold(0u64, |a, c| a.wrapping_add(c.packets.load(Relaxed)))
+        self.counts.packets()
     }
 
     /// Bytes matched by the entry.
     pub fn bytes(&self) -> u64 {
-        self.cell
-            .shards()
-            .fold(0u64, |a, c| a.wrapping_add(c.bytes.load(Relaxed)))
+        self.counts.bytes()
     }
 
     /// When the entry was last seen to have matched, for idle timeouts: the `now_ns` of the
@@ -256,16 +286,6 @@ impl FlowCounters {
             *seen = (packets, now_ns);
         }
         seen.1
-    }
-}
-
-impl Drop for FlowCounters {
-    fn drop(&mut self) {
-        // No rule holds the cell any more (rules own the `Arc` that owns it).
-        FREE_CELLS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(self.cell);
     }
 }
 
@@ -346,7 +366,7 @@ mod tests {
     #[test]
     fn freed_cells_are_reused_cleared_and_never_shared() {
         let lease = Arc::new(ShardLeases::default()).lease();
-        let live: Vec<_> = (0..CHUNK_FLOWS + 3).map(|_| FlowCounters::new()).collect();
+        let live: Vec<_> = (0..CHUNK_PAIRS + 3).map(|_| FlowCounters::new()).collect();
         for (n, c) in live.iter().enumerate() {
             for _ in 0..n % 5 {
                 c.cell().hit(lease.shard(), 100);
@@ -356,8 +376,19 @@ mod tests {
             assert_eq!(c.packets(), (n % 5) as u64);
         }
         drop(live);
-        let fresh: Vec<_> = (0..CHUNK_FLOWS).map(|_| FlowCounters::new()).collect();
+        let fresh: Vec<_> = (0..CHUNK_PAIRS).map(|_| FlowCounters::new()).collect();
         assert!(fresh.iter().all(|c| c.packets() == 0 && c.bytes() == 0));
+    }
+
+    #[test]
+    fn no_two_shards_of_a_pair_share_a_cache_line() {
+        let pair = ShardedPair::default();
+        let lines: Vec<usize> = (0..SHARDS)
+            .map(|s| core::ptr::from_ref(pair.cell().shard(s)) as usize / 64)
+            .collect();
+        for (i, a) in lines.iter().enumerate() {
+            assert!(lines.iter().skip(i + 1).all(|b| b != a), "{lines:?}");
+        }
     }
 
     #[test]

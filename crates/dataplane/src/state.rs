@@ -3,7 +3,7 @@
 
 use crate::classifier::hash::SeededMap;
 use crate::classifier::Classifier;
-use crate::counters::{CounterCell, FlowCounters, GroupCounters, PortCounters};
+use crate::counters::{CounterCell, FlowCounters, PortCounters, ShardedPair};
 use crate::datapath::{FlowId, Group, GroupType, Op, PortInfo, SwitchConfig};
 use crate::key::{Match, ParseDepth};
 use crate::meter::Meter;
@@ -43,6 +43,8 @@ pub(crate) struct FlowKeep {
 pub(crate) struct PortEntry {
     pub info: PortInfo,
     pub counters: Arc<PortCounters>,
+    /// The receive counter's cell (of `counters`), counted for every packet in.
+    pub rx: CounterCell,
 }
 
 impl PortEntry {
@@ -59,10 +61,21 @@ const DENSE_PORTS: usize = 1024;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PortTable {
     dense: Vec<Option<PortEntry>>,
+    /// Per dense port number, the transmit counter of a port that forwards (`None` when the
+    /// port does not forward or does not exist): all an output to it reads, eight bytes a
+    /// port instead of its entry's line and its counters' line.
+    sending: Vec<Option<CounterCell>>,
     sparse: BTreeMap<u32, PortEntry>,
 }
 
 impl PortTable {
+    /// The transmit counter of dense port `port_no` if it forwards; `None` sends the output
+    /// through [`Self::get`].
+    #[inline(always)]
+    pub fn sending(&self, port_no: u32) -> Option<CounterCell> {
+        self.sending.get(port_no as usize).copied().flatten()
+    }
+
     #[inline(always)]
     pub fn get(&self, port_no: u32) -> Option<&PortEntry> {
         match self.dense.get(port_no as usize) {
@@ -83,6 +96,10 @@ impl PortTable {
         if i < DENSE_PORTS {
             if self.dense.len() <= i {
                 self.dense.resize(i + 1, None);
+                self.sending.resize(i + 1, None);
+            }
+            if let Some(slot) = self.sending.get_mut(i) {
+                *slot = entry.forwards().then(|| entry.counters.tx.cell());
             }
             if let Some(slot) = self.dense.get_mut(i) {
                 *slot = Some(entry);
@@ -94,7 +111,12 @@ impl PortTable {
 
     fn remove(&mut self, port_no: u32) {
         match self.dense.get_mut(port_no as usize) {
-            Some(slot) => *slot = None,
+            Some(slot) => {
+                *slot = None;
+                if let Some(tx) = self.sending.get_mut(port_no as usize) {
+                    *tx = None;
+                }
+            }
             None => {
                 self.sparse.remove(&port_no);
             }
@@ -164,12 +186,20 @@ impl<T: Clone> IdMap<T> {
 
 #[derive(Clone, Debug)]
 pub(crate) struct GroupEntry {
+    /// The group as set (its `counters` keep the cells below allocated).
     pub group: Arc<Group>,
-    /// The group's type and counters, at hand without going through `group`.
+    /// The group's type and counter, at hand without going through `group`.
     pub kind: GroupType,
-    pub counters: Arc<GroupCounters>,
-    /// Each bucket's actions (in action-set order) compiled for the hot path.
-    pub buckets: Box<[OpList]>,
+    pub counter: CounterCell,
+    pub buckets: Box<[GroupBucket]>,
+}
+
+/// A bucket as the hot path runs it: its actions (in action-set order) compiled, and its
+/// counter (none when the group came with fewer bucket counters than buckets).
+#[derive(Clone, Debug)]
+pub(crate) struct GroupBucket {
+    pub ops: OpList,
+    pub counter: Option<CounterCell>,
 }
 
 /// The internal op: [`Op`] with the writer-side additions both copies must share.
@@ -332,6 +362,7 @@ impl State {
                     PortEntry {
                         info: info.clone(),
                         counters: Arc::clone(counters),
+                        rx: counters.rx.cell(),
                     },
                 );
             }
@@ -368,11 +399,15 @@ impl State {
                 let buckets = group
                     .buckets
                     .iter()
-                    .map(|b| OpList::compile(&b.actions))
+                    .enumerate()
+                    .map(|(i, b)| GroupBucket {
+                        ops: OpList::compile(&b.actions),
+                        counter: group.counters.buckets.get(i).map(ShardedPair::cell),
+                    })
                     .collect();
                 let entry = GroupEntry {
                     kind: group.kind,
-                    counters: Arc::clone(&group.counters),
+                    counter: group.counters.group.cell(),
                     group: Arc::new(group),
                     buckets,
                 };

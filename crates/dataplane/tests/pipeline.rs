@@ -385,6 +385,65 @@ fn counters_count_flows_tables_and_ports() {
 }
 
 #[test]
+fn outputs_are_counted_as_each_port_stands_at_the_time() {
+    let (mut w, mut r) = datapath(2);
+    let set_port = |w: &mut dataplane::datapath::DatapathWriter, port_no: u32, down: bool| {
+        w.apply(Op::SetPort {
+            port_no,
+            info: PortInfo {
+                live: true,
+                config: PortConfig {
+                    down,
+                    ..PortConfig::default()
+                },
+                vlan_mode: None,
+            },
+        });
+    };
+    // A port numbered beyond the densely indexed range, and port 7 that does not exist.
+    set_port(&mut w, 70_000, false);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        5,
+        Match::any(),
+        vec![apply(vec![out(2), out(70_000), out(7)])],
+    );
+    w.publish();
+    let tx = |w: &dataplane::datapath::DatapathWriter, p: u32| {
+        let c = w.port_counters(p).unwrap();
+        (c.tx.packets(), c.tx_dropped.packets())
+    };
+    let dropped = |w: &dataplane::datapath::DatapathWriter| {
+        w.shared()
+            .drops
+            .other
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let before = dropped(&w);
+    assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![2, 70_000]);
+    assert_eq!((tx(&w, 2), tx(&w, 70_000)), ((1, 0), (1, 0)));
+    assert_eq!(dropped(&w) - before, 1, "the output to the missing port");
+
+    set_port(&mut w, 2, true);
+    w.publish();
+    assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![70_000]);
+    assert_eq!((tx(&w, 2), tx(&w, 70_000)), ((1, 1), (2, 0)));
+
+    set_port(&mut w, 2, false);
+    w.apply(Op::RemovePort { port_no: 70_000 });
+    w.publish();
+    assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![2]);
+    assert_eq!(tx(&w, 2), (2, 1));
+    assert_eq!(
+        dropped(&w) - before,
+        4,
+        "port 7 three times, the removed port once"
+    );
+}
+
+#[test]
 fn ops_are_invisible_until_publish() {
     let (mut w, mut r) = datapath(4);
     add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![out(2)])]);

@@ -11,7 +11,7 @@ use crate::ir::{port, Action};
 use crate::key::{Field, FieldValue, FlowKey, ParseDepth};
 use crate::meter::{increase_drop_precedence, MeterVerdict};
 use crate::program::{flag, op_for, Op, OpList, NO_GOTO};
-use crate::state::FlowEntry;
+use crate::state::{FlowEntry, GroupBucket};
 
 /// Most buckets one group executes.
 const MAX_BUCKETS: usize = 64;
@@ -392,17 +392,13 @@ fn run_group<S: PacketSink>(
         return;
     };
     let len = frame.len() as u64;
-    if let (GroupType::Indirect, true, 1.., Some(bucket), Some(counter)) = (
-        entry.kind,
-        in_place,
-        env.depth,
-        entry.buckets.first(),
-        entry.counters.buckets.first(),
-    ) {
+    if let (GroupType::Indirect, true, 1.., Some(bucket)) =
+        (entry.kind, in_place, env.depth, entry.buckets.first())
+    {
         // The next hop of a route: its one bucket on the packet itself.
-        entry.counters.group.add(env.shard, 1, len);
-        counter.add(env.shard, 1, len);
-        run_bucket_in_place(env, frame, key, meta, bucket);
+        entry.counter.add(env.shard, 1, len);
+        count_bucket(env, bucket, len);
+        run_bucket_in_place(env, frame, key, meta, &bucket.ops);
         return;
     }
     let (first, n) = match entry.kind {
@@ -421,7 +417,7 @@ fn run_group<S: PacketSink>(
             }
         }
     };
-    entry.counters.group.add(env.shard, 1, len);
+    entry.counter.add(env.shard, 1, len);
     if n == 0 {
         env.drops.other += 1;
         return;
@@ -430,9 +426,8 @@ fn run_group<S: PacketSink>(
         let Some(bucket) = entry.buckets.get(b) else {
             continue;
         };
-        if let Some(c) = entry.counters.buckets.get(b) {
-            c.add(env.shard, 1, len);
-        }
+        count_bucket(env, bucket, len);
+        let bucket = &bucket.ops;
         if in_place && k + 1 == n && env.depth > 0 {
             run_bucket_in_place(env, frame, key, meta, bucket);
         } else {
@@ -449,6 +444,14 @@ fn run_group<S: PacketSink>(
                 );
             });
         }
+    }
+}
+
+/// Counts a packet of `len` bytes in `bucket`'s counter.
+#[inline(always)]
+fn count_bucket<S: PacketSink>(env: &Env<'_, S>, bucket: &GroupBucket, len: u64) {
+    if let Some(c) = bucket.counter {
+        c.add(env.shard, 1, len);
     }
 }
 

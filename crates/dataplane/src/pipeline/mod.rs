@@ -588,7 +588,7 @@ impl<'s> Intake<'s> {
         };
         let len = frame.len() as u64;
         if let Some(port) = port {
-            port.counters.rx.add(self.shard, 1, len);
+            port.rx.hit(self.shard, len);
             if port.info.config.no_recv || port.info.config.down {
                 port.counters.rx_dropped.add(self.shard, 1, len);
                 drops.other += 1;

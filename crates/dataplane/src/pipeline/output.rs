@@ -16,19 +16,36 @@ pub(super) fn transmit<S: PacketSink>(
     frame: &[u8],
     meta: &Meta,
 ) {
-    let Some(p) = env.state.ports.get(port_no) else {
-        env.drops.other += 1;
-        return;
-    };
-    if !p.forwards() {
-        p.counters.tx_dropped.add(env.shard, 1, frame.len() as u64);
-        return;
+    let len = frame.len() as u64;
+    match env.state.ports.sending(port_no) {
+        Some(tx) => tx.add(env.shard, 1, len),
+        None => {
+            if !count_other_output(env, port_no, len) {
+                return;
+            }
+        }
     }
-    p.counters.tx.add(env.shard, 1, frame.len() as u64);
     match meta.queue {
         Some(q) => env.sink.output_queue(port_no, q, frame),
         None => env.sink.output(port_no, frame),
     }
+}
+
+/// Counts an output to a port outside the table of forwarding ports: one numbered beyond the
+/// dense range is counted as sent (true), one that does not forward as dropped, and a missing
+/// one as a drop of the datapath.
+#[inline(never)]
+fn count_other_output<S: PacketSink>(env: &mut Env<'_, S>, port_no: u32, len: u64) -> bool {
+    let Some(p) = env.state.ports.get(port_no) else {
+        env.drops.other += 1;
+        return false;
+    };
+    if !p.forwards() {
+        p.counters.tx_dropped.add(env.shard, 1, len);
+        return false;
+    }
+    p.counters.tx.add(env.shard, 1, len);
+    true
 }
 
 /// Output to any port, reserved ones included.
