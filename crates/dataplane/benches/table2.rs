@@ -5,7 +5,8 @@
 //!
 //! `cargo bench -p dataplane --bench table2`; `HAIRPIN_BENCH_QUICK=1` for a short run,
 //! `HAIRPIN_BENCH_JSON=path` to also write the results as JSON, `HAIRPIN_BENCH_BATCH=n` to
-//! change the batch size (default 32), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell
+//! change the batch size (default `dataplane::batch::BURST`, the daemon's receive burst of
+//! 64), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell
 //! (`LB,GW:100`: cases and cells; `churn`: only the flow-mod run), `HAIRPIN_BENCH_PUBLISH_MS`
 //! for the barrier interval of the flow-mod run (default 10).
 
@@ -871,7 +872,7 @@ fn main() {
     let batch_size = std::env::var("HAIRPIN_BENCH_BATCH")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(32usize)
+        .unwrap_or(dataplane::batch::BURST)
         .clamp(1, 256);
     let dur = if quick {
         Duration::from_millis(150)

@@ -56,6 +56,10 @@ pub trait PacketSink {
 pub const DEFAULT_HEADROOM: usize = 64;
 /// Largest frame a batch slot holds by default (jumbo frames).
 pub const DEFAULT_MAX_FRAME: usize = 9216;
+/// Packets a receive burst hands the datapath: the daemon's batch, and the batch the Table II
+/// benchmark measures with. A larger burst spreads the costs of each table's stage over more
+/// packets (`docs/bench/table2.md`, step 28).
+pub const BURST: usize = 64;
 /// The alignment of the first slot.
 const CACHE_LINE: usize = 64;
 

@@ -19,7 +19,7 @@ use switch_core::ports::IoCounters;
 use switch_core::{PacketOutJob, PacketOutQueue};
 
 /// Packets per receive batch and per port per round.
-pub const BATCH: usize = 64;
+pub const BATCH: usize = dataplane::batch::BURST;
 /// Packet-outs waiting for a datapath thread; beyond this the agent's queue refuses more,
 /// as a full OpenFlow channel would.
 pub const PACKET_OUT_QUEUE: usize = 4096;
