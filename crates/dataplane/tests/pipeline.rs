@@ -4,9 +4,10 @@
 mod common;
 use common::*;
 use dataplane::batch::{PacketInReason, NO_BUFFER};
-use dataplane::datapath::{FlowId, Op, PortConfig, PortInfo};
+use dataplane::datapath::{DatapathWriter, FlowId, Op, PortConfig, PortInfo};
 use dataplane::ir::{port, Action, Instruction};
 use dataplane::key::{Field, FieldValue, Match};
+use std::sync::atomic::Ordering::Relaxed;
 
 const SRC: u32 = 0x0a00_0001;
 const DST: u32 = 0x0a00_0002;
@@ -387,7 +388,7 @@ fn counters_count_flows_tables_and_ports() {
 #[test]
 fn outputs_are_counted_as_each_port_stands_at_the_time() {
     let (mut w, mut r) = datapath(2);
-    let set_port = |w: &mut dataplane::datapath::DatapathWriter, port_no: u32, down: bool| {
+    let set_port = |w: &mut DatapathWriter, port_no: u32, down: bool| {
         w.apply(Op::SetPort {
             port_no,
             info: PortInfo {
@@ -411,16 +412,11 @@ fn outputs_are_counted_as_each_port_stands_at_the_time() {
         vec![apply(vec![out(2), out(70_000), out(7)])],
     );
     w.publish();
-    let tx = |w: &dataplane::datapath::DatapathWriter, p: u32| {
+    let tx = |w: &DatapathWriter, p: u32| {
         let c = w.port_counters(p).unwrap();
         (c.tx.packets(), c.tx_dropped.packets())
     };
-    let dropped = |w: &dataplane::datapath::DatapathWriter| {
-        w.shared()
-            .drops
-            .other
-            .load(std::sync::atomic::Ordering::Relaxed)
-    };
+    let dropped = |w: &DatapathWriter| w.shared().drops.other.load(Relaxed);
     let before = dropped(&w);
     assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![2, 70_000]);
     assert_eq!((tx(&w, 2), tx(&w, 70_000)), ((1, 0), (1, 0)));
