@@ -133,6 +133,22 @@ fn indirect(p: u32) -> dataplane::datapath::Group {
 }
 
 #[test]
+fn every_packet_of_a_large_batch_is_processed_in_order() {
+    // The pipeline works in windows of 256 packets; batches at, around and across that size.
+    let (mut w, mut r) = datapath(2);
+    add_flow(&mut w, 0, 1, 1, Match::any(), vec![apply(vec![out(2)])]);
+    w.publish();
+    for n in [255, 256, 257, 300, 512, 513] {
+        let frames: Vec<(u32, Vec<u8>)> = (0..n)
+            .map(|i| (1, udp4(SRC, DST, i as u16, 2000, 64, 64)))
+            .collect();
+        let rec = send(&mut r, 1, &frames);
+        let sent: Vec<_> = frames.into_iter().map(|(_, f)| (2, f)).collect();
+        assert_eq!(rec.out, sent, "batch of {n}");
+    }
+}
+
+#[test]
 fn priorities_and_overlapping_matches() {
     let (mut w, mut r) = datapath(4);
     add_flow(&mut w, 0, 1, 1, Match::any(), vec![apply(vec![out(2)])]);

@@ -378,7 +378,9 @@ fn process_window<S: PacketSink>(
     };
     w.stages.at.fill(NOWHERE);
     let mut intake = Intake::new(state, shard);
-    for i in 0..n.min(WINDOW) as u8 {
+    for k in 0..n.min(WINDOW) {
+        // A window's indexes fit a `u8` (the range itself must not: 256 as u8 is 0).
+        let i = k as u8;
         let Some(slot) = w.batch.slot(base + usize::from(i)) else {
             continue;
         };
