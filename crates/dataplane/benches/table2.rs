@@ -8,7 +8,9 @@
 //! change the batch size (default `dataplane::batch::BURST`, the daemon's receive burst of
 //! 64), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell
 //! (`LB,GW:100`: cases and cells; `churn`: only the flow-mod run), `HAIRPIN_BENCH_PUBLISH_MS`
-//! for the barrier interval of the flow-mod run (default 10).
+//! for the barrier interval of the flow-mod run (default 10), `HAIRPIN_BENCH_ISA=baseline` to
+//! run the pipeline's x86-64 baseline copy instead of the best this CPU has
+//! (`dataplane::isa`).
 
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
 use dataplane::counters::{FlowCounters, GroupCounters};
@@ -16,6 +18,7 @@ use dataplane::datapath::{
     self, Bucket, DatapathConfig, DatapathWriter, FlowId, Group, GroupType, Op, PortInfo,
 };
 use dataplane::ir::{port, Action, Instruction, GROUP_ANY};
+use dataplane::isa::Isa;
 use dataplane::key::{Field, FieldValue, Match};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -800,6 +803,7 @@ struct Churn {
 
 fn measure_churn(
     p: Pipeline,
+    isa: Isa,
     batch_size: usize,
     dur: Duration,
     rate: u64,
@@ -808,6 +812,7 @@ fn measure_churn(
     const PAIRS: u32 = 16;
     let (mut w, f) = build(&p);
     let mut reader = f.reader();
+    reader.set_isa(isa);
     let active = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let (active_w, stop_w) = (Arc::clone(&active), Arc::clone(&stop));
@@ -874,6 +879,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(dataplane::batch::BURST)
         .clamp(1, 256);
+    let isa = match std::env::var("HAIRPIN_BENCH_ISA").as_deref() {
+        Ok("baseline") => Isa::Baseline,
+        _ => Isa::detect(),
+    };
     let dur = if quick {
         Duration::from_millis(150)
     } else {
@@ -885,7 +894,10 @@ fn main() {
         ("LB", lb, 22.0),
         ("GW", gw, 13.0),
     ];
-    println!("Table II (seed 000) for the Hairpin dataplane: one core, 64-byte packets, batch {batch_size}");
+    println!(
+        "Table II (seed 000) for the Hairpin dataplane: one core, 64-byte packets, batch \
+         {batch_size}, {isa:?} pipeline"
+    );
     println!(
         "Mpps = packets per CPU-second of the datapath thread, best of 10 slices (median beside)."
     );
@@ -916,6 +928,7 @@ fn main() {
             let p = build_pipeline(n, &mut Rng(n as u64));
             let (_w, f) = build(&p);
             let mut reader = f.reader();
+            reader.set_isa(isa);
             if let Some(packets) = count {
                 let outputs = run_packets(&mut reader, &p.trace, batch_size, packets);
                 println!("{name:<4} {n:>7} ran {packets} packets, {outputs} outputs");
@@ -959,6 +972,7 @@ fn main() {
         let p = build_pipeline(10_000, &mut Rng(10_000));
         let c = measure_churn(
             p,
+            isa,
             batch_size,
             2 * dur,
             10_000,
@@ -974,7 +988,7 @@ fn main() {
         ));
     }
     let doc = format!(
-        "{{\"batch\":{batch_size},\"quick\":{quick},\"publish_ms\":{publish_ms},\"cells\":[{}],\"churn\":[{}]}}\n",
+        "{{\"batch\":{batch_size},\"isa\":\"{isa:?}\",\"quick\":{quick},\"publish_ms\":{publish_ms},\"cells\":[{}],\"churn\":[{}]}}\n",
         json.join(","),
         churn_json.join(",")
     );

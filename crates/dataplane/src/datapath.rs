@@ -17,6 +17,7 @@ use crate::counters::{
     FlowCounters, GroupCounters, PortCounters, ShardLease, ShardLeases, TableCounters,
 };
 use crate::ir::{Action, Instruction};
+use crate::isa::Isa;
 use crate::key::Match;
 use crate::meter::Meter;
 use crate::normal::{MacTable, MacTableConfig, PortVlanMode};
@@ -407,6 +408,7 @@ impl DatapathReaderFactory {
             lease: self.shared.leases.lease(),
             scratch: Box::new(Scratch::new(self.shared.max_frame)),
             shared: Arc::clone(&self.shared),
+            isa: Isa::detect(),
         }
     }
 
@@ -421,14 +423,28 @@ pub struct DatapathReader {
     shared: Arc<Shared>,
     lease: ShardLease,
     scratch: Box<Scratch>,
+    /// The copy of the pipeline's hot loops this reader runs.
+    isa: Isa,
 }
 
 impl DatapathReader {
+    /// The instruction set of the pipeline copy this reader runs (the best its CPU has).
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Runs `isa`'s copy of the pipeline from now on, or the baseline's when this CPU
+    /// lacks it (to compare the copies, or to rule one out).
+    pub fn set_isa(&mut self, isa: Isa) {
+        self.isa = isa.or_baseline();
+    }
+
     /// Runs every packet of `batch` through the pipeline; results go to `sink`. The batch is
     /// consumed (cleared) afterwards.
     pub fn process(&mut self, now_ns: u64, batch: &mut PacketBatch, sink: &mut impl PacketSink) {
+        let isa = self.isa;
         self.run_batch(batch, |state, shared, lease, scratch, batch| {
-            crate::pipeline::process(state, shared, lease, scratch, now_ns, batch, sink);
+            crate::pipeline::process(isa, state, shared, lease, scratch, now_ns, batch, sink);
         });
     }
 

@@ -24,6 +24,7 @@ mod frame;
 mod group;
 pub mod hugepages;
 pub mod ir;
+pub mod isa;
 pub mod key;
 pub mod meter;
 pub mod normal;

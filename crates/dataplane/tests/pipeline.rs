@@ -4,8 +4,9 @@
 mod common;
 use common::*;
 use dataplane::batch::{PacketInReason, NO_BUFFER};
-use dataplane::datapath::{DatapathWriter, FlowId, Op, PortConfig, PortInfo};
+use dataplane::datapath::{DatapathConfig, DatapathWriter, FlowId, Op, PortConfig, PortInfo};
 use dataplane::ir::{port, Action, Instruction};
+use dataplane::isa::Isa;
 use dataplane::key::{Field, FieldValue, Match};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -146,6 +147,89 @@ fn every_packet_of_a_large_batch_is_processed_in_order() {
         let sent: Vec<_> = frames.into_iter().map(|(_, f)| (2, f)).collect();
         assert_eq!(rec.out, sent, "batch of {n}");
     }
+}
+
+#[test]
+fn every_instruction_set_copy_of_the_pipeline_forwards_alike() {
+    // Table 0 sends port 1 on to table 1 and port 2 to table 2; table 1 holds exact
+    // destinations (a hash probe) and table 2 routes (longest prefix match), each above a
+    // catch-all.
+    let (mut w, f) = dataplane::datapath::new(DatapathConfig::default());
+    for p in 1..=4 {
+        w.apply(Op::SetPort {
+            port_no: p,
+            info: PortInfo {
+                live: true,
+                ..PortInfo::default()
+            },
+        });
+    }
+    let goto = |t| vec![Instruction::GotoTable(t)];
+    add_flow(&mut w, 0, 1, 1, m(&[(Field::InPort, 1)]), goto(1));
+    add_flow(&mut w, 0, 4, 1, m(&[(Field::InPort, 2)]), goto(2));
+    add_flow(&mut w, 1, 2, 0, Match::any(), goto(2));
+    add_flow(&mut w, 2, 3, 0, Match::any(), vec![apply(vec![out(4)])]);
+    for i in 0..64u32 {
+        let dst = m(&[
+            (Field::EthType, 0x0800),
+            (Field::Ipv4Dst, u128::from(DST + i)),
+        ]);
+        let rewrite = Action::SetField(Field::EthDst, FieldValue(u128::from(i)));
+        add_flow(
+            &mut w,
+            1,
+            100 + u64::from(i),
+            5,
+            dst,
+            vec![apply(vec![rewrite, out(2)])],
+        );
+        let mut route = m(&[(Field::EthType, 0x0800)]);
+        let prefix = FieldValue::from(0x0c00_0000 | (i << 16));
+        route.set(
+            Field::Ipv4Dst,
+            prefix,
+            Some(FieldValue::from(0xffff_0000u32)),
+        );
+        add_flow(
+            &mut w,
+            2,
+            200 + u64::from(i),
+            16,
+            route,
+            vec![apply(vec![out(3)])],
+        );
+    }
+    w.publish();
+    let frames: Vec<(u32, Vec<u8>)> = (0..300u32)
+        .map(|i| {
+            let dst = match i % 3 {
+                0 => DST + i % 80,
+                1 => 0x0c00_0000 | ((i % 70) << 16) | i,
+                _ => 0x0d00_0000 | i,
+            };
+            (1 + i % 2, udp4(SRC, dst, i as u16, 53, 64, 64))
+        })
+        .collect();
+    let mut baseline = f.reader();
+    baseline.set_isa(Isa::Baseline);
+    let mut best = f.reader();
+    best.set_isa(Isa::detect());
+    let expected = send(&mut baseline, 1, &frames);
+    assert_eq!(expected.out.len(), frames.len(), "every frame is forwarded");
+    let mut ports = expected.ports();
+    ports.sort_unstable();
+    ports.dedup();
+    assert_eq!(
+        ports,
+        [2, 3, 4],
+        "through each of the tables' kinds of entry"
+    );
+    assert_eq!(
+        send(&mut best, 1, &frames).out,
+        expected.out,
+        "{:?}",
+        best.isa()
+    );
 }
 
 #[test]

@@ -851,6 +851,36 @@ impl<P, C> Classifier<P, C> {
         out: &mut [u32],
         scratch: &mut LookupScratch,
     ) {
+        self.classify_batch(n, key, out, scratch);
+    }
+
+    crate::isa::x86_64_v3! {
+        /// [`Self::lookup_batch`] compiled for x86-64-v3 (see [`crate::isa`]).
+        ///
+        /// # Safety
+        ///
+        /// The CPU must have x86-64-v3: [`crate::isa::Isa::detect`] said `X86_64V3`.
+        #[inline(never)]
+        pub fn lookup_batch_v3<'k>(
+            &self,
+            n: usize,
+            key: impl Fn(usize) -> &'k Words,
+            out: &mut [u32],
+            scratch: &mut LookupScratch,
+        ) {
+            self.classify_batch(n, key, out, scratch);
+        }
+    }
+
+    /// The body of [`Self::lookup_batch`], compiled into each instruction set's copy.
+    #[inline(always)]
+    fn classify_batch<'k>(
+        &self,
+        n: usize,
+        key: impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        scratch: &mut LookupScratch,
+    ) {
         let n = n.min(out.len());
         let out = out.get_mut(..n).unwrap_or_default();
         match self.plan {

@@ -21,6 +21,7 @@ use crate::batch::{PacketBatch, PacketSink};
 use crate::classifier::{LookupScratch, Words, NO_RULE};
 use crate::counters::{Shard, ShardLease};
 use crate::datapath::{FlowId, FragHandling, Shared};
+use crate::isa::Isa;
 use crate::key::{frag, FlowKey, ParseDepth};
 use crate::parse::{parse_to, ParseStats};
 use crate::program::flag;
@@ -309,9 +310,104 @@ fn flush(shared: &Shared, drops: &mut Drops) {
 
 static ZERO_WORDS: Words = [0; crate::key::KEY_WORDS];
 
-/// Runs a batch through the pipeline.
-#[inline(never)]
+/// Runs a batch through the pipeline, in `isa`'s copy of the loop.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn process<S: PacketSink>(
+    isa: Isa,
+    state: &State,
+    shared: &Shared,
+    lease: &ShardLease,
+    scratch: &mut Scratch,
+    now: u64,
+    batch: &mut PacketBatch,
+    sink: &mut S,
+) {
+    match isa {
+        // SAFETY: a reader's `Isa` is X86_64V3 only when `Isa::detect` found the features
+        // `x86_64_v3!` compiles for.
+        #[cfg(target_arch = "x86_64")]
+        Isa::X86_64V3 => unsafe { process_v3(state, shared, lease, scratch, now, batch, sink) },
+        _ => process_baseline(state, shared, lease, scratch, now, batch, sink),
+    }
+}
+
+#[inline(never)]
+fn process_baseline<S: PacketSink>(
+    state: &State,
+    shared: &Shared,
+    lease: &ShardLease,
+    scratch: &mut Scratch,
+    now: u64,
+    batch: &mut PacketBatch,
+    sink: &mut S,
+) {
+    process_windows::<S, Baseline>(state, shared, lease, scratch, now, batch, sink);
+}
+
+crate::isa::x86_64_v3! {
+    #[inline(never)]
+    fn process_v3<S: PacketSink>(
+        state: &State,
+        shared: &Shared,
+        lease: &ShardLease,
+        scratch: &mut Scratch,
+        now: u64,
+        batch: &mut PacketBatch,
+        sink: &mut S,
+    ) {
+        process_windows::<S, V3>(state, shared, lease, scratch, now, batch, sink);
+    }
+}
+
+/// The batch lookup of one instruction set's copy of the pipeline.
+trait BatchLookup {
+    fn lookup<'k>(
+        table: &FlowTable,
+        n: usize,
+        key: impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        scratch: &mut LookupScratch,
+    );
+}
+
+/// The x86-64 baseline copy.
+struct Baseline;
+
+impl BatchLookup for Baseline {
+    #[inline(always)]
+    fn lookup<'k>(
+        table: &FlowTable,
+        n: usize,
+        key: impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        scratch: &mut LookupScratch,
+    ) {
+        table.lookup_batch(n, key, out, scratch);
+    }
+}
+
+/// The x86-64-v3 copy, used by [`process_v3`] alone.
+#[cfg(target_arch = "x86_64")]
+struct V3;
+
+#[cfg(target_arch = "x86_64")]
+impl BatchLookup for V3 {
+    #[inline(always)]
+    fn lookup<'k>(
+        table: &FlowTable,
+        n: usize,
+        key: impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        scratch: &mut LookupScratch,
+    ) {
+        // SAFETY: only `process_v3` uses `V3`, and it runs only where the CPU has x86-64-v3.
+        unsafe { table.lookup_batch_v3(n, key, out, scratch) }
+    }
+}
+
+/// Runs a batch through the pipeline window by window.
+#[inline(always)]
+fn process_windows<S: PacketSink, L: BatchLookup>(
     state: &State,
     shared: &Shared,
     lease: &ShardLease,
@@ -323,7 +419,7 @@ pub(crate) fn process<S: PacketSink>(
     let mut base = 0;
     while base < batch.len() {
         let n = (batch.len() - base).min(WINDOW);
-        process_window(state, shared, lease, scratch, now, batch, base, n, sink);
+        process_window::<S, L>(state, shared, lease, scratch, now, batch, base, n, sink);
         base += n;
     }
     flush(shared, &mut scratch.drops);
@@ -332,7 +428,7 @@ pub(crate) fn process<S: PacketSink>(
 /// Runs packets `base..base + n` (at most [`WINDOW`]) of a batch through the pipeline.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn process_window<S: PacketSink>(
+fn process_window<S: PacketSink, L: BatchLookup>(
     state: &State,
     shared: &Shared,
     lease: &ShardLease,
@@ -404,7 +500,8 @@ fn process_window<S: PacketSink>(
             continue;
         };
         let pkts = &*w.pkts;
-        table.lookup_batch(
+        L::lookup(
+            table,
             picked.len(),
             |k| {
                 picked
