@@ -8,7 +8,7 @@ use crate::datapath::{FlowId, Group, GroupType, Op, PortInfo, SwitchConfig};
 use crate::key::{Match, ParseDepth};
 use crate::meter::Meter;
 use crate::normal::{NormalPorts, PortVlanMode};
-use crate::program::{OpList, Program};
+use crate::program::{flag, OpList, Program};
 use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -271,6 +271,8 @@ pub(crate) struct State {
     pub normal_ports: NormalPorts,
     /// Number of flows whose match needs each parse depth.
     depth_counts: [u32; 3],
+    /// Number of flows with Write-Actions.
+    set_writers: u32,
 }
 
 impl State {
@@ -284,6 +286,24 @@ impl State {
             config: SwitchConfig::default(),
             normal_ports: NormalPorts::new(),
             depth_counts: [0; 3],
+            set_writers: 0,
+        }
+    }
+
+    /// Whether some flow has Write-Actions. Without one every packet's action set stays
+    /// empty, and the pipeline neither clears nor reads the sets (a line per packet).
+    pub fn writes_action_sets(&self) -> bool {
+        self.set_writers > 0
+    }
+
+    /// Counts a flow with program `flags` in or out of [`Self::writes_action_sets`].
+    fn count_set_writer(&mut self, flags: u8, add: bool) {
+        if flags & flag::WRITE != 0 {
+            self.set_writers = if add {
+                self.set_writers.saturating_add(1)
+            } else {
+                self.set_writers.saturating_sub(1)
+            };
         }
     }
 
@@ -316,8 +336,9 @@ impl State {
             .tables
             .get_mut(usize::from(table))
             .and_then(|t| t.remove(id.0));
-        if let Some((_, keep)) = removed {
+        if let Some((entry, keep)) = removed {
             self.count_depth(keep.depth, false);
+            self.count_set_writer(entry.program.flags, false);
         }
     }
 
@@ -329,12 +350,12 @@ impl State {
         entry: FlowEntry,
         keep: FlowKeep,
     ) {
-        let id = entry.id;
-        let depth = keep.depth;
+        let (id, depth, flags) = (entry.id, keep.depth, entry.program.flags);
         self.remove_flow(table, id);
         if let Some(t) = self.tables.get_mut(usize::from(table)) {
             t.insert_with(id.0, priority, match_, entry, keep);
             self.count_depth(depth, true);
+            self.count_set_writer(flags, true);
         }
     }
 
@@ -390,8 +411,12 @@ impl State {
                     .and_then(|t| t.payload_mut(id.0))
                 {
                     let table_miss = e.program.table_miss;
+                    let old = e.program.flags;
                     e.program = Program::compile(instructions, *table);
                     e.program.table_miss = table_miss;
+                    let new = e.program.flags;
+                    self.count_set_writer(old, false);
+                    self.count_set_writer(new, true);
                 }
             }
             Op::SetGroup { id, group } => {

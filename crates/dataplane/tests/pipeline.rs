@@ -50,6 +50,75 @@ fn action_set_runs_in_spec_order_whatever_the_write_order() {
 }
 
 #[test]
+fn action_sets_follow_write_actions_as_flows_come_and_go() {
+    // The pipeline only keeps action sets while some flow writes one; a set written for an
+    // earlier packet must never run for a later one.
+    let (mut w, mut r) = datapath(4);
+    let write_goto = |port| {
+        vec![
+            Instruction::WriteActions(vec![out(port)]),
+            Instruction::GotoTable(1),
+        ]
+    };
+    let replace = |w: &mut DatapathWriter, table, id, instructions: Vec<Instruction>| {
+        w.apply(Op::ReplaceInstructions {
+            table,
+            id: FlowId(id),
+            instructions: instructions.into(),
+        });
+        w.publish();
+    };
+    let ports = |r: &mut dataplane::datapath::DatapathReader| send(r, 1, &[(1, pkt())]).ports();
+    add_flow(&mut w, 0, 1, 10, Match::any(), write_goto(2));
+    add_flow(&mut w, 1, 2, 0, Match::any(), vec![apply(vec![])]);
+    w.publish();
+    assert_eq!(
+        ports(&mut r),
+        [2],
+        "the set runs at the end of the pipeline"
+    );
+    replace(&mut w, 0, 1, vec![Instruction::GotoTable(1)]);
+    assert_eq!(
+        ports(&mut r),
+        [] as [u32; 0],
+        "no flow writes: nothing left from before"
+    );
+    replace(&mut w, 0, 1, write_goto(3));
+    assert_eq!(ports(&mut r), [3]);
+    let write = |port| vec![Instruction::WriteActions(vec![out(port)])];
+    add_flow(&mut w, 1, 3, 5, Match::any(), write(4));
+    w.publish();
+    assert_eq!(ports(&mut r), [4], "the later write replaces the output");
+    remove(&mut w, 0, 1);
+    add_flow(
+        &mut w,
+        0,
+        5,
+        10,
+        Match::any(),
+        vec![Instruction::GotoTable(1)],
+    );
+    w.publish();
+    assert_eq!(ports(&mut r), [4], "a flow of table 1 still writes");
+    remove(&mut w, 1, 3);
+    assert_eq!(ports(&mut r), [] as [u32; 0]);
+    add_flow(&mut w, 1, 2, 0, Match::any(), write(2));
+    w.publish();
+    assert_eq!(ports(&mut r), [2], "a flow replaced by one that writes");
+    add_flow(&mut w, 1, 2, 0, Match::any(), vec![apply(vec![])]);
+    w.publish();
+    assert_eq!(ports(&mut r), [] as [u32; 0], "and back");
+}
+
+fn remove(w: &mut DatapathWriter, table: u8, id: u64) {
+    w.apply(Op::RemoveFlow {
+        table,
+        id: FlowId(id),
+    });
+    w.publish();
+}
+
+#[test]
 fn apply_actions_run_in_list_order_and_output_the_packet_as_it_is_then() {
     let (mut w, mut r) = datapath(4);
     add_flow(

@@ -55,7 +55,7 @@ fn leave_entry<S: PacketSink>(
     meta: &mut Meta,
     goto: Option<u8>,
 ) -> Option<u8> {
-    if goto.is_none() && !set.is_empty() {
+    if goto.is_none() && env.action_sets && !set.is_empty() {
         run_action_set(env, frame, key, set, meta);
     }
     goto

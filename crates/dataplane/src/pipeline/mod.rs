@@ -289,6 +289,9 @@ struct Env<'a, S> {
     drops: &'a mut Drops,
     parse: &'a mut ParseStats,
     depth: u8,
+    /// [`State::writes_action_sets`]: when false, packets' action sets are never written,
+    /// so they are neither cleared nor read.
+    action_sets: bool,
 }
 
 fn flush(shared: &Shared, drops: &mut Drops) {
@@ -463,6 +466,7 @@ fn process_window<S: PacketSink, L: BatchLookup>(
         drops,
         parse,
         depth: MAX_DEPTH,
+        action_sets: state.writes_action_sets(),
     };
     let mut w = Window {
         pkts,
@@ -488,7 +492,9 @@ fn process_window<S: PacketSink, L: BatchLookup>(
         if !intake.admit(drops, parse, slot.in_port, frame, depth, &mut p.key) {
             continue;
         }
-        w.sets[usize::from(i)].clear();
+        if env.action_sets {
+            w.sets[usize::from(i)].clear();
+        }
         p.start = slot.start;
         p.len = slot.len;
         w.stages.push(0, i);

@@ -34,6 +34,7 @@ fn single_env<'a, S>(
         drops: &mut scratch.drops,
         parse: &mut scratch.parse,
         depth: MAX_DEPTH,
+        action_sets: state.writes_action_sets(),
     }
 }
 
