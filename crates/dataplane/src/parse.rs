@@ -245,7 +245,7 @@ fn parse_plain(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<Parse
     let fits = header >= 8 + 12 * usize::from(tcp) && 34 + header <= ip.len();
     match chunk::<4>(ip, 34).filter(|_| known & fits) {
         Some(ports) => {
-            set_ports(key, &ports);
+            set_ports(key, ports);
             Some(Ok(()))
         }
         None => Some(parse_l4(pkt, key)),
