@@ -6,7 +6,7 @@
 //! `cargo bench -p dataplane --bench table2`; `HAIRPIN_BENCH_QUICK=1` for a short run,
 //! `HAIRPIN_BENCH_JSON=path` to also write the results as JSON, `HAIRPIN_BENCH_BATCH=n` to
 //! change the batch size (default `dataplane::batch::BURST`, the daemon's receive burst of
-//! 64), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell
+//! 256), `HAIRPIN_BENCH_ONLY=L2:100` to run one cell
 //! (`LB,GW:100`: cases and cells; `churn`: only the flow-mod run), `HAIRPIN_BENCH_PUBLISH_MS`
 //! for the barrier interval of the flow-mod run (default 10), `HAIRPIN_BENCH_ISA=baseline` to
 //! run the pipeline's x86-64 baseline copy instead of the best this CPU has

@@ -135,10 +135,17 @@ impl PortSet {
         }
     }
 
-    fn flush(&mut self) {
+    /// Kicks every port with queued frames (the others return at once). Done after each
+    /// batch, so a transmit ring holds at most one batch's outputs between kicks, however
+    /// many ports send to it in a round.
+    fn kick(&mut self) {
         for (_, port) in &mut self.ports {
             let _ = port.flush();
         }
+    }
+
+    fn flush(&mut self) {
+        self.kick();
         for writer in self.captures.iter_mut().flatten() {
             let _ = writer.flush();
         }
@@ -235,6 +242,7 @@ pub fn run(mut ctx: ThreadContext) {
             } else {
                 ctx.reader.process(now, &mut batch, &mut sink);
             }
+            ctx.ports.kick();
         }
         received += run_packet_outs(&mut ctx, &events, now);
         ctx.ports.flush();
