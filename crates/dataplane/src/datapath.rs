@@ -444,7 +444,16 @@ impl DatapathReader {
     pub fn process(&mut self, now_ns: u64, batch: &mut PacketBatch, sink: &mut impl PacketSink) {
         let isa = self.isa;
         self.run_batch(batch, |state, shared, lease, scratch, batch| {
-            crate::pipeline::process(isa, state, shared, lease, scratch, now_ns, batch, sink);
+            let job = crate::pipeline::Job {
+                state,
+                shared,
+                lease,
+                scratch,
+                now: now_ns,
+                batch,
+                sink,
+            };
+            crate::pipeline::process(isa, job);
         });
     }
 

@@ -313,116 +313,77 @@ fn flush(shared: &Shared, drops: &mut Drops) {
 
 static ZERO_WORDS: Words = [0; crate::key::KEY_WORDS];
 
+/// What one call of the pipeline works on: the snapshot, the reader's own state, the batch
+/// and where its results go.
+pub(crate) struct Job<'a, S> {
+    pub state: &'a State,
+    pub shared: &'a Shared,
+    pub lease: &'a ShardLease,
+    pub scratch: &'a mut Scratch,
+    pub now: u64,
+    pub batch: &'a mut PacketBatch,
+    pub sink: &'a mut S,
+}
+
 /// Runs a batch through the pipeline, in `isa`'s copy of the loop.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn process<S: PacketSink>(
-    isa: Isa,
-    state: &State,
-    shared: &Shared,
-    lease: &ShardLease,
-    scratch: &mut Scratch,
-    now: u64,
-    batch: &mut PacketBatch,
-    sink: &mut S,
-) {
+pub(crate) fn process<S: PacketSink>(isa: Isa, job: Job<'_, S>) {
     match isa {
         // SAFETY: a reader's `Isa` is X86_64V3 only when `Isa::detect` found the features
         // `x86_64_v3!` compiles for.
         #[cfg(target_arch = "x86_64")]
-        Isa::X86_64V3 => unsafe { process_v3(state, shared, lease, scratch, now, batch, sink) },
-        _ => process_baseline(state, shared, lease, scratch, now, batch, sink),
+        Isa::X86_64V3 => unsafe { process_v3(job) },
+        _ => process_baseline(job),
     }
 }
 
+/// The pipeline compiled for the x86-64 baseline (any other architecture's default).
 #[inline(never)]
-fn process_baseline<S: PacketSink>(
-    state: &State,
-    shared: &Shared,
-    lease: &ShardLease,
-    scratch: &mut Scratch,
-    now: u64,
-    batch: &mut PacketBatch,
-    sink: &mut S,
-) {
-    process_windows::<S, Baseline>(state, shared, lease, scratch, now, batch, sink);
+fn process_baseline<S: PacketSink>(job: Job<'_, S>) {
+    process_windows::<S, false>(job);
 }
 
 crate::isa::x86_64_v3! {
+    /// The pipeline compiled for x86-64-v3 (see [`crate::isa`]).
     #[inline(never)]
-    fn process_v3<S: PacketSink>(
-        state: &State,
-        shared: &Shared,
-        lease: &ShardLease,
-        scratch: &mut Scratch,
-        now: u64,
-        batch: &mut PacketBatch,
-        sink: &mut S,
-    ) {
-        process_windows::<S, V3>(state, shared, lease, scratch, now, batch, sink);
+    fn process_v3<S: PacketSink>(job: Job<'_, S>) {
+        process_windows::<S, true>(job);
     }
 }
 
-/// The batch lookup of one instruction set's copy of the pipeline.
-trait BatchLookup {
-    fn lookup<'k>(
-        table: &FlowTable,
-        n: usize,
-        key: impl Fn(usize) -> &'k Words,
-        out: &mut [u32],
-        scratch: &mut LookupScratch,
-    );
-}
-
-/// The x86-64 baseline copy.
-struct Baseline;
-
-impl BatchLookup for Baseline {
-    #[inline(always)]
-    fn lookup<'k>(
-        table: &FlowTable,
-        n: usize,
-        key: impl Fn(usize) -> &'k Words,
-        out: &mut [u32],
-        scratch: &mut LookupScratch,
-    ) {
-        table.lookup_batch(n, key, out, scratch);
+/// The classifier's batch lookup in the pipeline copy for x86-64-v3 (`V3`) or the baseline.
+#[inline(always)]
+fn classify<'k, const V3: bool>(
+    table: &FlowTable,
+    n: usize,
+    key: impl Fn(usize) -> &'k Words,
+    out: &mut [u32],
+    scratch: &mut LookupScratch,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if V3 {
+        // SAFETY: only `process_v3` runs the pipeline with `V3`, and only where the CPU has
+        // x86-64-v3.
+        return unsafe { table.lookup_batch_v3(n, key, out, scratch) };
     }
-}
-
-/// The x86-64-v3 copy, used by [`process_v3`] alone.
-#[cfg(target_arch = "x86_64")]
-struct V3;
-
-#[cfg(target_arch = "x86_64")]
-impl BatchLookup for V3 {
-    #[inline(always)]
-    fn lookup<'k>(
-        table: &FlowTable,
-        n: usize,
-        key: impl Fn(usize) -> &'k Words,
-        out: &mut [u32],
-        scratch: &mut LookupScratch,
-    ) {
-        // SAFETY: only `process_v3` uses `V3`, and it runs only where the CPU has x86-64-v3.
-        unsafe { table.lookup_batch_v3(n, key, out, scratch) }
-    }
+    table.lookup_batch(n, key, out, scratch);
 }
 
 /// Runs a batch through the pipeline window by window.
 #[inline(always)]
-fn process_windows<S: PacketSink, L: BatchLookup>(
-    state: &State,
-    shared: &Shared,
-    lease: &ShardLease,
-    scratch: &mut Scratch,
-    now: u64,
-    batch: &mut PacketBatch,
-    sink: &mut S,
-) {
+fn process_windows<S: PacketSink, const V3: bool>(job: Job<'_, S>) {
+    let Job {
+        state,
+        shared,
+        lease,
+        scratch,
+        now,
+        batch,
+        sink,
+    } = job;
     let mut base = 0;
     while base < batch.len() {
         let n = (batch.len() - base).min(WINDOW);
-        process_window::<S, L>(state, shared, lease, scratch, now, batch, base, n, sink);
+        process_window::<S, V3>(state, shared, lease, scratch, now, batch, base, n, sink);
         base += n;
     }
     flush(shared, &mut scratch.drops);
@@ -431,7 +392,7 @@ fn process_windows<S: PacketSink, L: BatchLookup>(
 /// Runs packets `base..base + n` (at most [`WINDOW`]) of a batch through the pipeline.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn process_window<S: PacketSink, L: BatchLookup>(
+fn process_window<S: PacketSink, const V3: bool>(
     state: &State,
     shared: &Shared,
     lease: &ShardLease,
@@ -506,7 +467,7 @@ fn process_window<S: PacketSink, L: BatchLookup>(
             continue;
         };
         let pkts = &*w.pkts;
-        L::lookup(
+        classify::<V3>(
             table,
             picked.len(),
             |k| {
