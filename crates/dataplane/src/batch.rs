@@ -58,7 +58,7 @@ pub const DEFAULT_HEADROOM: usize = 64;
 pub const DEFAULT_MAX_FRAME: usize = 9216;
 /// Packets a receive burst hands the datapath: the daemon's batch, and the batch the Table II
 /// benchmark measures with. A larger burst spreads the costs of each table's stage over more
-/// packets (`docs/bench/table2.md`, steps 28 and 32); 256, a whole window of the pipeline, is
+/// packets (`docs/bench/table2.md`, steps 28 and 33); 256, a whole window of the pipeline, is
 /// also VPP's vector size. A burst only fills under load: the daemon never waits for one.
 pub const BURST: usize = 256;
 /// The alignment of the first slot.

@@ -299,11 +299,7 @@ impl State {
     /// Counts a flow with program `flags` in or out of [`Self::writes_action_sets`].
     fn count_set_writer(&mut self, flags: u8, add: bool) {
         if flags & flag::WRITE != 0 {
-            self.set_writers = if add {
-                self.set_writers.saturating_add(1)
-            } else {
-                self.set_writers.saturating_sub(1)
-            };
+            step(&mut self.set_writers, add);
         }
     }
 
@@ -319,11 +315,7 @@ impl State {
 
     fn count_depth(&mut self, d: ParseDepth, add: bool) {
         if let Some(c) = self.depth_counts.get_mut(d as usize) {
-            *c = if add {
-                c.saturating_add(1)
-            } else {
-                c.saturating_sub(1)
-            };
+            step(c, add);
         }
     }
 
@@ -471,6 +463,15 @@ impl State {
             }
         }
     }
+}
+
+/// Counts one flow in (`add`) or out of `count`.
+fn step(count: &mut u32, add: bool) {
+    *count = if add {
+        count.saturating_add(1)
+    } else {
+        count.saturating_sub(1)
+    };
 }
 
 impl left_right::Absorb<Update> for State {

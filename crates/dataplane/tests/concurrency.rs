@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use dataplane::batch::PacketBatch;
-use dataplane::datapath::{self, DatapathConfig, FlowId, Op, PortInfo};
+use dataplane::datapath::{FlowId, Op};
 use dataplane::key::{Field, FieldValue, Match};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,16 +18,7 @@ fn dst_match(i: u32) -> Match {
 
 #[test]
 fn readers_run_while_the_writer_publishes() {
-    let (mut w, factory) = datapath::new(DatapathConfig::default());
-    for p in 1..=3 {
-        w.apply(Op::SetPort {
-            port_no: p,
-            info: PortInfo {
-                live: true,
-                ..PortInfo::default()
-            },
-        });
-    }
+    let (mut w, factory) = datapath_readers(3);
     let counters = add_flow(&mut w, 0, 1, 0, Match::any(), vec![apply(vec![out(2)])]);
     w.publish();
     let stop = Arc::new(AtomicBool::new(false));

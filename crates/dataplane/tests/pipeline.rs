@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use dataplane::batch::{PacketInReason, NO_BUFFER};
-use dataplane::datapath::{DatapathConfig, DatapathWriter, FlowId, Op, PortConfig, PortInfo};
+use dataplane::datapath::{DatapathWriter, FlowId, Op, PortConfig, PortInfo};
 use dataplane::ir::{port, Action, Instruction};
 use dataplane::isa::Isa;
 use dataplane::key::{Field, FieldValue, Match};
@@ -223,16 +223,7 @@ fn every_instruction_set_copy_of_the_pipeline_forwards_alike() {
     // Table 0 sends port 1 on to table 1 and port 2 to table 2; table 1 holds exact
     // destinations (a hash probe) and table 2 routes (longest prefix match), each above a
     // catch-all.
-    let (mut w, f) = dataplane::datapath::new(DatapathConfig::default());
-    for p in 1..=4 {
-        w.apply(Op::SetPort {
-            port_no: p,
-            info: PortInfo {
-                live: true,
-                ..PortInfo::default()
-            },
-        });
-    }
+    let (mut w, f) = datapath_readers(4);
     let goto = |t| vec![Instruction::GotoTable(t)];
     add_flow(&mut w, 0, 1, 1, m(&[(Field::InPort, 1)]), goto(1));
     add_flow(&mut w, 0, 4, 1, m(&[(Field::InPort, 2)]), goto(2));

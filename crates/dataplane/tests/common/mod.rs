@@ -5,7 +5,8 @@
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketInReason, PacketSink};
 use dataplane::counters::FlowCounters;
 use dataplane::datapath::{
-    self, DatapathConfig, DatapathReader, DatapathWriter, FlowId, Op, PortInfo,
+    self, DatapathConfig, DatapathReader, DatapathReaderFactory, DatapathWriter, FlowId, Op,
+    PortInfo,
 };
 use dataplane::ir::{Action, Instruction};
 use dataplane::key::{Field, FieldValue, Match};
@@ -114,8 +115,14 @@ impl PacketSink for Recorder {
     }
 }
 
-/// A datapath with live ports 1..=n, published.
+/// A datapath with live ports 1..=n, published, and a reader of it.
 pub fn datapath(n_ports: u32) -> (DatapathWriter, DatapathReader) {
+    let (w, f) = datapath_readers(n_ports);
+    (w, f.reader())
+}
+
+/// A datapath with live ports 1..=n, published, for several readers.
+pub fn datapath_readers(n_ports: u32) -> (DatapathWriter, DatapathReaderFactory) {
     let (mut w, f) = datapath::new(DatapathConfig::default());
     for p in 1..=n_ports {
         w.apply(Op::SetPort {
@@ -127,8 +134,7 @@ pub fn datapath(n_ports: u32) -> (DatapathWriter, DatapathReader) {
         });
     }
     w.publish();
-    let r = f.reader();
-    (w, r)
+    (w, f)
 }
 
 pub fn flow(
