@@ -10,7 +10,8 @@
 //! (`LB,GW:100`: cases and cells; `churn`: only the flow-mod run), `HAIRPIN_BENCH_PUBLISH_MS`
 //! for the barrier interval of the flow-mod run (default 10), `HAIRPIN_BENCH_ISA=baseline` to
 //! run the pipeline's x86-64 baseline copy instead of the best this CPU has
-//! (`dataplane::isa`).
+//! (`dataplane::isa`), `HAIRPIN_BENCH_TRACE_PACKETS=n` to lengthen each cell's trace to `n`
+//! packets (see [`lengthen`]).
 
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
 use dataplane::counters::{FlowCounters, GroupCounters};
@@ -733,6 +734,25 @@ impl<'t> Traffic<'t> {
     }
 }
 
+/// Extends `trace` (one packet per flow) to `packets` packets of its flows drawn at random,
+/// so the trace repeats only every `packets` packets: a replayed trace of a few thousand
+/// packets is a sequence the CPU's predictors learn, and live traffic is not. A packet at
+/// position `k` is drawn from the flows at positions equal to `k` modulo [`PHASE`], which
+/// keeps the generators' own cycles.
+fn lengthen(trace: &mut Vec<(u32, [u8; 64])>, packets: usize) {
+    let flows = trace.len();
+    let mut rng = Rng(flows as u64 ^ 0x5eed);
+    while trace.len() < packets && flows >= PHASE {
+        let phase = trace.len() % PHASE;
+        let class = (flows - phase).div_ceil(PHASE) as u64;
+        trace.push(trace[phase + PHASE * rng.below(class) as usize]);
+    }
+}
+
+/// The generators' cycles divide it: L2 sends to the 48 access ports in turn, the gateway's
+/// packets alternate between the two directions.
+const PHASE: usize = 48;
+
 /// The best and the median of some rates.
 fn best_and_median(mut rates: Vec<f64>) -> (f64, f64) {
     rates.sort_by(f64::total_cmp);
@@ -894,9 +914,17 @@ fn main() {
         ("LB", lb, 22.0),
         ("GW", gw, 13.0),
     ];
+    let trace_packets: usize = std::env::var("HAIRPIN_BENCH_TRACE_PACKETS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     println!(
         "Table II (seed 000) for the Hairpin dataplane: one core, 64-byte packets, batch \
-         {batch_size}, {isa:?} pipeline"
+         {batch_size}, {isa:?} pipeline{}",
+        match trace_packets {
+            0 => String::new(),
+            n => format!(", traces of at least {n} packets"),
+        }
     );
     println!(
         "Mpps = packets per CPU-second of the datapath thread, best of 10 slices (median beside)."
@@ -925,7 +953,8 @@ fn main() {
             if !selected(name, n) {
                 continue;
             }
-            let p = build_pipeline(n, &mut Rng(n as u64));
+            let mut p = build_pipeline(n, &mut Rng(n as u64));
+            lengthen(&mut p.trace, trace_packets);
             let (_w, f) = build(&p);
             let mut reader = f.reader();
             reader.set_isa(isa);
@@ -988,7 +1017,7 @@ fn main() {
         ));
     }
     let doc = format!(
-        "{{\"batch\":{batch_size},\"isa\":\"{isa:?}\",\"quick\":{quick},\"publish_ms\":{publish_ms},\"cells\":[{}],\"churn\":[{}]}}\n",
+        "{{\"batch\":{batch_size},\"isa\":\"{isa:?}\",\"quick\":{quick},\"trace_packets\":{trace_packets},\"publish_ms\":{publish_ms},\"cells\":[{}],\"churn\":[{}]}}\n",
         json.join(","),
         churn_json.join(",")
     );
