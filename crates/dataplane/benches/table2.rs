@@ -892,11 +892,14 @@ fn measure_churn(
     }
 }
 
+/// A number from the environment variable `name`; `None` when unset or not a number.
+fn env_number<T: std::str::FromStr>(name: &str) -> Option<T> {
+    std::env::var(name).ok()?.parse().ok()
+}
+
 fn main() {
     let quick = std::env::var("HAIRPIN_BENCH_QUICK").is_ok_and(|v| v != "0" && !v.is_empty());
-    let batch_size = std::env::var("HAIRPIN_BENCH_BATCH")
-        .ok()
-        .and_then(|v| v.parse().ok())
+    let batch_size = env_number("HAIRPIN_BENCH_BATCH")
         .unwrap_or(dataplane::batch::BURST)
         .clamp(1, 256);
     let isa = match std::env::var("HAIRPIN_BENCH_ISA").as_deref() {
@@ -914,10 +917,7 @@ fn main() {
         ("LB", lb, 22.0),
         ("GW", gw, 13.0),
     ];
-    let trace_packets: usize = std::env::var("HAIRPIN_BENCH_TRACE_PACKETS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let trace_packets: usize = env_number("HAIRPIN_BENCH_TRACE_PACKETS").unwrap_or(0);
     println!(
         "Table II (seed 000) for the Hairpin dataplane: one core, 64-byte packets, batch \
          {batch_size}, {isa:?} pipeline{}",
@@ -938,9 +938,7 @@ fn main() {
     let only = std::env::var("HAIRPIN_BENCH_ONLY").ok();
     // HAIRPIN_BENCH_PACKETS=n runs exactly n packets per cell, untimed (for instruction
     // counts under callgrind: divide `process`'s inclusive cost by n).
-    let count: Option<u64> = std::env::var("HAIRPIN_BENCH_PACKETS")
-        .ok()
-        .and_then(|v| v.parse().ok());
+    let count: Option<u64> = env_number("HAIRPIN_BENCH_PACKETS");
     let selected = |name: &str, n: usize| {
         only.as_deref().is_none_or(|o| {
             o.split(',')
@@ -983,9 +981,7 @@ fn main() {
         return;
     }
     println!();
-    let publish_ms = std::env::var("HAIRPIN_BENCH_PUBLISH_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
+    let publish_ms = env_number("HAIRPIN_BENCH_PUBLISH_MS")
         .unwrap_or(10u64)
         .max(1);
     println!(
