@@ -1,7 +1,9 @@
 //! Table II of seed 000 (HARMLESS) for this datapath: the four evaluation pipelines (L2 MAC
 //! table, L3 routing with next-hop groups, load balancer + ACL, access gateway) at 100, 1K,
 //! 10K and 100K flows, one core, 64-byte packets, in memory; then each pipeline at 10K flows
-//! while another thread applies 10K flow-mods per second.
+//! while another thread applies 10K flow-mods per second. Beside LB, the rows `LBh` run LB
+//! written by hand for its rules ([`hand_lb`]): what code compiled for those tables could
+//! reach.
 //!
 //! `cargo bench -p dataplane --bench table2`; `HAIRPIN_BENCH_QUICK=1` for a short run,
 //! `HAIRPIN_BENCH_JSON=path` to also write the results as JSON, `HAIRPIN_BENCH_BATCH=n` to
@@ -25,6 +27,9 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[path = "table2/hand_lb.rs"]
+mod hand_lb;
 
 /// Large tables on huge pages, as in the daemon.
 #[global_allocator]
@@ -342,10 +347,26 @@ fn l3(n: usize, rng: &mut Rng) -> Pipeline {
     Pipeline { ops, trace, churn }
 }
 
+/// The name of the hand-written LB's rows (`HAIRPIN_BENCH_ONLY` selects them by it).
+const HAND_LB: &str = "LBh";
+
+/// The load balancer's web services.
+const LB_SERVICES: u32 = 100;
+
+/// The address of web service `s`.
+fn lb_service(s: u32) -> u32 {
+    0xc0a8_0000 | s
+}
+
+/// The backend of service `s` for the half `half` of the source address space: the MAC
+/// address the load balancer writes and the port it sends to.
+fn lb_backend(s: u32, half: u32) -> ([u8; 6], u32) {
+    let b = s * 2 + half;
+    (mac(6, b), 1 + b % ACCESS_PORTS)
+}
+
 /// Load balancer + ACL (Fig. 6) with 100 web services; `n` flows, 70% to a service.
 fn lb(n: usize, rng: &mut Rng) -> Pipeline {
-    const SERVICES: u32 = 100;
-    let service = |s: u32| 0xc0a8_0000 | s;
     let mut ops = Vec::new();
     for p in 1..=ACCESS_PORTS {
         ops.push(insert(
@@ -365,11 +386,11 @@ fn lb(n: usize, rng: &mut Rng) -> Pipeline {
     ));
     ops.push(catch_all(1, 101));
     ops.push(catch_all(2, 102));
-    for s in 0..SERVICES {
+    for s in 0..LB_SERVICES {
         let web = fields(&[
             (Field::EthType, 0x0800),
             (Field::IpProto, 6),
-            (Field::Ipv4Dst, u128::from(service(s))),
+            (Field::Ipv4Dst, u128::from(lb_service(s))),
             (Field::TcpDst, 80),
         ]);
         ops.push(insert(
@@ -383,15 +404,15 @@ fn lb(n: usize, rng: &mut Rng) -> Pipeline {
             let m = with_prefix(
                 fields(&[
                     (Field::EthType, 0x0800),
-                    (Field::Ipv4Dst, u128::from(service(s))),
+                    (Field::Ipv4Dst, u128::from(lb_service(s))),
                 ]),
                 Field::Ipv4Src,
                 half << 31,
                 1,
             );
-            let backend = 1 + (s * 2 + half) % ACCESS_PORTS;
+            let (backend_mac, backend) = lb_backend(s, half);
             let actions = vec![
-                Action::SetField(Field::EthDst, FieldValue::mac(mac(6, s * 2 + half))),
+                Action::SetField(Field::EthDst, FieldValue::mac(backend_mac)),
                 out(backend),
             ];
             ops.push(insert(
@@ -412,7 +433,7 @@ fn lb(n: usize, rng: &mut Rng) -> Pipeline {
                 mac(3, 0),
                 mac(8, i),
                 src,
-                service(rng.below(u64::from(SERVICES)) as u32),
+                lb_service(rng.below(u64::from(LB_SERVICES)) as u32),
                 6,
                 sport,
                 80,
@@ -594,7 +615,8 @@ fn gw(n: usize, rng: &mut Rng) -> Pipeline {
     Pipeline { ops, trace, churn }
 }
 
-/// Counts what comes out (and touches it, so nothing is optimised away).
+/// Counts what comes out and sums where it went (which also keeps it from being optimised
+/// away).
 #[derive(Default)]
 struct CountingSink {
     outputs: u64,
@@ -605,9 +627,14 @@ struct CountingSink {
 impl PacketSink for CountingSink {
     fn output(&mut self, port: u32, frame: &[u8]) {
         self.outputs += 1;
+        // The destination MAC address and the port: what the pipelines decide.
+        let head = frame
+            .first_chunk::<8>()
+            .map_or(0, |h| u64::from_le_bytes(*h));
         self.checksum = self
             .checksum
-            .wrapping_add(u64::from(port) ^ u64::from(frame.first().copied().unwrap_or(0)));
+            .rotate_left(5)
+            .wrapping_add(u64::from(port) ^ head);
     }
 
     fn packet_in(&mut self, ev: &PacketInEvent<'_>) {
@@ -653,6 +680,23 @@ fn thread_cpu_ns() -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
+/// What the benchmark drives with a trace: the datapath's reader, or LB written by hand.
+trait Process {
+    fn run(&mut self, now: u64, batch: &mut PacketBatch, sink: &mut CountingSink);
+}
+
+impl Process for datapath::DatapathReader {
+    fn run(&mut self, now: u64, batch: &mut PacketBatch, sink: &mut CountingSink) {
+        self.process(now, batch, sink);
+    }
+}
+
+impl Process for hand_lb::HandLb {
+    fn run(&mut self, _now: u64, batch: &mut PacketBatch, sink: &mut CountingSink) {
+        self.process(batch, sink);
+    }
+}
+
 /// Drives a reader with the trace, batch after batch, refilling each batch from the pristine
 /// trace as a receive ring would.
 struct Traffic<'t> {
@@ -689,7 +733,7 @@ impl<'t> Traffic<'t> {
         }
     }
 
-    fn batch(&mut self, reader: &mut datapath::DatapathReader) -> u64 {
+    fn batch(&mut self, reader: &mut impl Process) -> u64 {
         let n = self.batch.capacity();
         for _ in 0..n {
             let (p, f) = &self.trace[self.next];
@@ -700,13 +744,13 @@ impl<'t> Traffic<'t> {
                 self.next = 0;
             }
         }
-        reader.process(self.now, &mut self.batch, &mut self.sink);
+        reader.run(self.now, &mut self.batch, &mut self.sink);
         n as u64
     }
 
     /// Runs for `dur` and reports the slice (CPU time of this thread: the machine is shared,
     /// and CPU time is what one dedicated core would have given).
-    fn slice(&mut self, reader: &mut datapath::DatapathReader, dur: Duration) -> Slice {
+    fn slice(&mut self, reader: &mut impl Process, dur: Duration) -> Slice {
         let (out0, in0) = (self.sink.outputs, self.sink.packet_ins);
         let start = Instant::now();
         let cpu_start = thread_cpu_ns();
@@ -763,7 +807,7 @@ fn best_and_median(mut rates: Vec<f64>) -> (f64, f64) {
 /// Runs the trace through a reader for `dur`: a fifth to warm up, then ten slices whose best
 /// and median are kept, so other jobs' bursts on the shared machine do not decide the result.
 fn measure(
-    reader: &mut datapath::DatapathReader,
+    reader: &mut impl Process,
     trace: &[(u32, [u8; 64])],
     batch_size: usize,
     dur: Duration,
@@ -788,21 +832,26 @@ fn measure(
     }
 }
 
-/// Runs `packets` packets of the trace (rounded up to whole batches), untimed; returns the
-/// number of outputs and packet-ins.
+/// Runs `packets` packets of the trace (rounded up to whole batches), untimed; returns a
+/// line with the number of outputs and packet-ins and the sink's checksum (the ports and
+/// frames sent), by which two implementations of one pipeline can be compared.
 fn run_packets(
-    reader: &mut datapath::DatapathReader,
+    reader: &mut impl Process,
     trace: &[(u32, [u8; 64])],
     batch_size: usize,
     packets: u64,
-) -> u64 {
+) -> String {
     let mut traffic = Traffic::new(trace, batch_size);
     let mut done = 0u64;
     while done < packets {
         done += traffic.batch(reader);
     }
-    std::hint::black_box(traffic.sink.checksum);
-    traffic.sink.outputs + traffic.sink.packet_ins
+    let sink = &traffic.sink;
+    format!(
+        "ran {done} packets, {} outputs, checksum {:#x}",
+        sink.outputs + sink.packet_ins,
+        sink.checksum
+    )
 }
 
 /// Throughput with and without flow-mods, in alternating slices of one run: another thread
@@ -957,8 +1006,8 @@ fn main() {
             let mut reader = f.reader();
             reader.set_isa(isa);
             if let Some(packets) = count {
-                let outputs = run_packets(&mut reader, &p.trace, batch_size, packets);
-                println!("{name:<4} {n:>7} ran {packets} packets, {outputs} outputs");
+                let ran = run_packets(&mut reader, &p.trace, batch_size, packets);
+                println!("{name:<4} {n:>7} {ran}");
                 continue;
             }
             let c = measure(&mut reader, &p.trace, batch_size, dur);
@@ -976,6 +1025,49 @@ fn main() {
                 c.mpps, c.ns_per_packet, c.median_mpps, c.wall_mpps
             ));
         }
+    }
+    let mut hand_json = Vec::new();
+    let hand_sizes: Vec<usize> = SIZES
+        .into_iter()
+        .filter(|&n| selected(HAND_LB, n))
+        .collect();
+    if !hand_sizes.is_empty() {
+        println!();
+        println!(
+            "{HAND_LB}: the LB pipeline written by hand for its rules (a bound for code compiled \
+             for these tables, not a switch; benches/table2/hand_lb.rs):"
+        );
+    }
+    for n in hand_sizes {
+        let mut p = lb(n, &mut Rng(n as u64));
+        lengthen(&mut p.trace, trace_packets);
+        let trace = &p.trace;
+        // A bound only if it does the same work: one pass of the trace through both must send
+        // the same frames to the same ports.
+        let (_w, f) = build(&p);
+        let packets = trace.len() as u64;
+        let by_datapath = run_packets(&mut f.reader(), trace, batch_size, packets);
+        let by_hand = run_packets(&mut hand_lb::HandLb::new(), trace, batch_size, packets);
+        if by_hand != by_datapath {
+            eprintln!("{HAND_LB} {n}: {by_hand}, but the datapath {by_datapath}");
+            std::process::exit(1);
+        }
+        let mut hand = hand_lb::HandLb::new();
+        if let Some(packets) = count {
+            let ran = run_packets(&mut hand, trace, batch_size, packets);
+            println!("{HAND_LB} {n:>7} {ran}");
+            continue;
+        }
+        let c = measure(&mut hand, trace, batch_size, dur);
+        std::hint::black_box(hand.total());
+        println!(
+            "{HAND_LB} {n:>7} {:>9.2} {:>9.1} {:>9.2} {:>9.2} {:>8} {:>7.2}",
+            c.mpps, c.ns_per_packet, c.median_mpps, c.wall_mpps, "", c.outputs_per_packet
+        );
+        hand_json.push(format!(
+            "{{\"flows\":{n},\"mpps\":{:.3},\"ns_per_packet\":{:.2},\"median_mpps\":{:.3},\"wall_mpps\":{:.3}}}",
+            c.mpps, c.ns_per_packet, c.median_mpps, c.wall_mpps
+        ));
     }
     if count.is_some() || only.as_deref().is_some_and(|o| o != "churn") {
         return;
@@ -1013,8 +1105,9 @@ fn main() {
         ));
     }
     let doc = format!(
-        "{{\"batch\":{batch_size},\"isa\":\"{isa:?}\",\"quick\":{quick},\"trace_packets\":{trace_packets},\"publish_ms\":{publish_ms},\"cells\":[{}],\"churn\":[{}]}}\n",
+        "{{\"batch\":{batch_size},\"isa\":\"{isa:?}\",\"quick\":{quick},\"trace_packets\":{trace_packets},\"publish_ms\":{publish_ms},\"cells\":[{}],\"hand_lb\":[{}],\"churn\":[{}]}}\n",
         json.join(","),
+        hand_json.join(","),
         churn_json.join(",")
     );
     if let Ok(path) = std::env::var("HAIRPIN_BENCH_JSON") {

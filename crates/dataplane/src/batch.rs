@@ -173,12 +173,21 @@ impl PacketBatch {
 
     /// The `i`th packet's ingress port and frame.
     pub fn packet(&self, i: usize) -> Option<(u32, &[u8])> {
+        let (in_port, at) = self.frame_at(i)?;
+        Some((in_port, self.data.get(at)?))
+    }
+
+    /// The `i`th packet's ingress port and frame, to rewrite in place.
+    pub fn packet_mut(&mut self, i: usize) -> Option<(u32, &mut [u8])> {
+        let (in_port, at) = self.frame_at(i)?;
+        Some((in_port, self.data.get_mut(at)?))
+    }
+
+    /// The `i`th packet's ingress port and where its frame lies in `data`.
+    fn frame_at(&self, i: usize) -> Option<(u32, core::ops::Range<usize>)> {
         let s = self.slots.get(..self.count)?.get(i)?;
-        let base = self.slot_base(i);
-        let frame = self
-            .data
-            .get(base + s.start as usize..base + (s.start + s.len) as usize)?;
-        Some((s.in_port, frame))
+        let start = self.slot_base(i) + s.start as usize;
+        Some((s.in_port, start..start + s.len as usize))
     }
 
     /// Where slot `i`'s buffer starts in `data`.
@@ -222,5 +231,18 @@ mod tests {
                 assert_eq!(frame.as_ptr() as usize % CACHE_LINE, 0, "slot {i}");
             }
         }
+    }
+
+    #[test]
+    fn a_frame_rewritten_in_place_changes_only_its_slot() {
+        let mut batch = PacketBatch::new(2, 2048);
+        assert!(batch.push(7, &[1; 64]) && batch.push(8, &[2; 64]));
+        let (port, frame) = batch.packet_mut(0).expect("pushed");
+        assert_eq!((port, frame.len()), (7, 64));
+        frame[..6].copy_from_slice(&[9; 6]);
+        let (_, first) = batch.packet(0).expect("pushed");
+        assert_eq!(&first[..7], &[9, 9, 9, 9, 9, 9, 1]);
+        assert_eq!(batch.packet(1).expect("pushed").1, &[2; 64]);
+        assert!(batch.packet_mut(2).is_none(), "only pushed packets");
     }
 }
