@@ -654,6 +654,34 @@ struct Cell {
     outputs_per_packet: f64,
 }
 
+impl Cell {
+    /// The cell's row of the printed table; `target` is left blank for rows without one.
+    fn row(&self, name: &str, n: usize, target: Option<f64>) -> String {
+        let mark = match target {
+            Some(t) if self.mpps >= t => "",
+            Some(_) => " (below target)",
+            None => "",
+        };
+        let target = target.map_or(String::new(), |t| format!("{t:.0}"));
+        format!(
+            "{name:<4} {n:>7} {:>9.2} {:>9.1} {:>9.2} {:>9.2} {target:>8} {:>7.2}{mark}",
+            self.mpps,
+            self.ns_per_packet,
+            self.median_mpps,
+            self.wall_mpps,
+            self.outputs_per_packet
+        )
+    }
+
+    /// The cell's figures as JSON members.
+    fn json_members(&self, n: usize) -> String {
+        format!(
+            "\"flows\":{n},\"mpps\":{:.3},\"ns_per_packet\":{:.2},\"median_mpps\":{:.3},\"wall_mpps\":{:.3}",
+            self.mpps, self.ns_per_packet, self.median_mpps, self.wall_mpps
+        )
+    }
+}
+
 fn build(p: &Pipeline) -> (DatapathWriter, datapath::DatapathReaderFactory) {
     let (mut w, f) = datapath::new(DatapathConfig::default());
     for port_no in 1..=EXTERNAL {
@@ -1011,18 +1039,10 @@ fn main() {
                 continue;
             }
             let c = measure(&mut reader, &p.trace, batch_size, dur);
-            let mark = if c.mpps >= target {
-                ""
-            } else {
-                " (below target)"
-            };
-            println!(
-                "{name:<4} {n:>7} {:>9.2} {:>9.1} {:>9.2} {:>9.2} {target:>8.0} {:>7.2}{mark}",
-                c.mpps, c.ns_per_packet, c.median_mpps, c.wall_mpps, c.outputs_per_packet
-            );
+            println!("{}", c.row(name, n, Some(target)));
             json.push(format!(
-                "{{\"case\":\"{name}\",\"flows\":{n},\"mpps\":{:.3},\"ns_per_packet\":{:.2},\"median_mpps\":{:.3},\"wall_mpps\":{:.3},\"target_mpps\":{target}}}",
-                c.mpps, c.ns_per_packet, c.median_mpps, c.wall_mpps
+                "{{\"case\":\"{name}\",{},\"target_mpps\":{target}}}",
+                c.json_members(n)
             ));
         }
     }
@@ -1046,28 +1066,22 @@ fn main() {
         // the same frames to the same ports.
         let (_w, f) = build(&p);
         let packets = trace.len() as u64;
+        let mut hand = hand_lb::HandLb::new();
         let by_datapath = run_packets(&mut f.reader(), trace, batch_size, packets);
-        let by_hand = run_packets(&mut hand_lb::HandLb::new(), trace, batch_size, packets);
+        let by_hand = run_packets(&mut hand, trace, batch_size, packets);
         if by_hand != by_datapath {
             eprintln!("{HAND_LB} {n}: {by_hand}, but the datapath {by_datapath}");
             std::process::exit(1);
         }
-        let mut hand = hand_lb::HandLb::new();
         if let Some(packets) = count {
             let ran = run_packets(&mut hand, trace, batch_size, packets);
-            println!("{HAND_LB} {n:>7} {ran}");
+            println!("{HAND_LB:<4} {n:>7} {ran}");
             continue;
         }
         let c = measure(&mut hand, trace, batch_size, dur);
         std::hint::black_box(hand.total());
-        println!(
-            "{HAND_LB} {n:>7} {:>9.2} {:>9.1} {:>9.2} {:>9.2} {:>8} {:>7.2}",
-            c.mpps, c.ns_per_packet, c.median_mpps, c.wall_mpps, "", c.outputs_per_packet
-        );
-        hand_json.push(format!(
-            "{{\"flows\":{n},\"mpps\":{:.3},\"ns_per_packet\":{:.2},\"median_mpps\":{:.3},\"wall_mpps\":{:.3}}}",
-            c.mpps, c.ns_per_packet, c.median_mpps, c.wall_mpps
-        ));
+        println!("{}", c.row(HAND_LB, n, None));
+        hand_json.push(format!("{{{}}}", c.json_members(n)));
     }
     if count.is_some() || only.as_deref().is_some_and(|o| o != "churn") {
         return;
