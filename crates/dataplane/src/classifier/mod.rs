@@ -815,6 +815,13 @@ impl<P, C> Classifier<P, C> {
         self.by_id.len() > LARGE
     }
 
+    /// Whether a lookup reads nothing but the ingress port (a direct array over in_port), so
+    /// that packets from one port all find the same rule.
+    pub fn keyed_by_in_port(&self) -> bool {
+        let (at, shift) = subtable::IN_PORT_AT;
+        matches!(self.plan, Plan::Direct(p) if usize::from(p.at) == at && p.mask & !(u64::from(u32::MAX) << shift) == 0)
+    }
+
     /// The slot of the rule matching `key`, or [`NO_RULE`]: [`Self::lookup`] specialised to
     /// the table's plan, for packets classified one at a time (packet-out, InSP).
     #[inline(always)]

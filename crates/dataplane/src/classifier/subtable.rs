@@ -39,7 +39,7 @@ struct PortFilter {
 }
 
 /// The key word holding `in_port`, and the position of its lowest bit in that word.
-const IN_PORT_AT: (usize, u32) = {
+pub(crate) const IN_PORT_AT: (usize, u32) = {
     let offset = core::mem::offset_of!(FlowKey, in_port);
     let byte = (offset % 8) as u32;
     let shift = if cfg!(target_endian = "little") {

@@ -7,9 +7,12 @@
 //! each packet's entry, which queues the packet at its next table. Working table by table
 //! keeps every loop short and its branches predictable: measured against running each packet
 //! through all its tables in turn (fewer instructions), this runs 10 to 30% more packets per
-//! second (docs/bench/table2.md). Packet-out and InSP-generated packets, which arrive one at
-//! a time, use the same instruction code with a single-packet lookup ([`single`]).
+//! second (docs/bench/table2.md). A table 0 keyed by in_port alone is resolved at intake,
+//! once per port and window ([`by_port`]). Packet-out and InSP-generated packets, which
+//! arrive one at a time, use the same instruction code with a single-packet lookup
+//! ([`single`]).
 
+mod by_port;
 mod exec;
 mod output;
 mod single;
@@ -64,6 +67,7 @@ pub(crate) struct Scratch {
     pool: Vec<Vec<u8>>,
     drops: Drops,
     tally: Box<Tally>,
+    by_port: Box<by_port::ByPort>,
 }
 
 /// One packet's progress through the pipeline (kept together: one bounds check, few lines).
@@ -99,6 +103,7 @@ impl Scratch {
                 .collect(),
             drops: Drops::default(),
             tally: Box::default(),
+            by_port: Box::default(),
         }
     }
 
@@ -415,6 +420,7 @@ fn process_window<S: PacketSink, const V3: bool>(
         pool,
         drops,
         tally,
+        by_port,
     } = scratch;
     let shard = lease.shard();
     let mut env = Env {
@@ -439,26 +445,14 @@ fn process_window<S: PacketSink, const V3: bool>(
     };
     w.stages.at.fill(NOWHERE);
     let mut intake = Intake::new(state, shard);
-    for k in 0..n.min(WINDOW) {
-        // A window's indexes fit a `u8` (the range itself must not: 256 as u8 is 0).
-        let i = k as u8;
-        let Some(slot) = w.batch.slot(base + usize::from(i)) else {
-            continue;
-        };
-        let p = &mut w.pkts[usize::from(i)];
-        let (start, len) = (slot.start as usize, slot.len as usize);
-        let buf = w.batch.slot_buffer_mut(base + usize::from(i));
-        let frame = buf.and_then(|b| b.get(start..start + len)).unwrap_or(&[]);
-        let (drops, parse) = (&mut *env.drops, &mut *env.parse);
-        if !intake.admit(drops, parse, slot.in_port, frame, depth, &mut p.key) {
-            continue;
+    match state.table(0).filter(|t| t.keyed_by_in_port()) {
+        Some(t0) => {
+            w.take_in(&mut env, &mut intake, n, depth, |key, len, tally| {
+                by_port.first_table(t0, key, len, shard, tally)
+            });
+            by_port.flush(shard, w.tally);
         }
-        if env.action_sets {
-            w.sets[usize::from(i)].clear();
-        }
-        p.start = slot.start;
-        p.len = slot.len;
-        w.stages.push(0, i);
+        None => w.take_in(&mut env, &mut intake, n, depth, |_, _, _| 0),
     }
     while let Some(table_id) = w.stages.pop(n, sel) {
         let picked = sel.as_slice();
@@ -515,6 +509,41 @@ struct Window<'w> {
 }
 
 impl Window<'_> {
+    /// Parses and admits the window's `n` received packets, each queued at the table
+    /// `first` names for it.
+    #[inline(always)]
+    fn take_in<S: PacketSink>(
+        &mut self,
+        env: &mut Env<'_, S>,
+        intake: &mut Intake<'_>,
+        n: usize,
+        depth: ParseDepth,
+        mut first: impl FnMut(&FlowKey, u32, &mut Tally) -> u8,
+    ) {
+        for k in 0..n.min(WINDOW) {
+            // A window's indexes fit a `u8` (the range itself must not: 256 as u8 is 0).
+            let i = k as u8;
+            let Some(slot) = self.batch.slot(self.base + usize::from(i)) else {
+                continue;
+            };
+            let p = &mut self.pkts[usize::from(i)];
+            let (start, len) = (slot.start as usize, slot.len as usize);
+            let buf = self.batch.slot_buffer_mut(self.base + usize::from(i));
+            let frame = buf.and_then(|b| b.get(start..start + len)).unwrap_or(&[]);
+            let (drops, parse) = (&mut *env.drops, &mut *env.parse);
+            if !intake.admit(drops, parse, slot.in_port, frame, depth, &mut p.key) {
+                continue;
+            }
+            if env.action_sets {
+                self.sets[usize::from(i)].clear();
+            }
+            p.start = slot.start;
+            p.len = slot.len;
+            let t = first(&p.key, slot.len, self.tally);
+            self.stages.push(t, i);
+        }
+    }
+
     /// Runs packet `i`'s entry in `slot` of table `table_id` and queues the packet at the
     /// table its goto names.
     #[inline(always)]
