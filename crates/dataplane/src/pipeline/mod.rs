@@ -137,6 +137,13 @@ impl Selection {
         self.len += usize::from(keep);
     }
 
+    /// Selects the window's first `n` packets, in order.
+    #[inline(always)]
+    fn take_all(&mut self, n: usize) {
+        self.idx = WINDOW_ORDER;
+        self.len = n.min(WINDOW);
+    }
+
     fn as_slice(&self) -> &[u8] {
         self.idx.get(..self.len).unwrap_or(&self.idx)
     }
@@ -150,7 +157,21 @@ impl Selection {
 struct Stages {
     pending: [u64; 4],
     at: [u8; WINDOW],
+    /// Every packet of the window waits at the one pending table (so its stage takes them
+    /// all without a scan).
+    whole: bool,
 }
+
+/// Every window index in order.
+const WINDOW_ORDER: [u8; WINDOW] = {
+    let mut order = [0u8; WINDOW];
+    let mut i = 0;
+    while i < WINDOW {
+        order[i] = i as u8;
+        i += 1;
+    }
+    order
+};
 
 /// `Stages::at` of a packet waiting nowhere (table ids stop at 0xfe).
 const NOWHERE: u8 = u8::MAX;
@@ -160,6 +181,7 @@ impl Default for Stages {
         Stages {
             pending: [0; 4],
             at: [NOWHERE; WINDOW],
+            whole: false,
         }
     }
 }
@@ -211,6 +233,13 @@ impl Stages {
         self.at[usize::from(i)] = next;
     }
 
+    /// Notes whether all `n` packets of the window, `admitted` of which were queued, wait at
+    /// one table.
+    fn note_intake(&mut self, n: usize, admitted: usize) {
+        let tables = self.pending.iter().map(|w| w.count_ones()).sum::<u32>();
+        self.whole = admitted == n && tables == 1;
+    }
+
     /// The lowest table with waiting packets, its packets among the window's first `n` put
     /// into `sel`.
     #[inline(always)]
@@ -220,6 +249,10 @@ impl Stages {
         let word = self.pending.get_mut(w)?;
         let t = (w * 64) as u8 + word.trailing_zeros() as u8;
         *word &= *word - 1;
+        if std::mem::take(&mut self.whole) {
+            sel.take_all(n);
+            return Some(t);
+        }
         sel.len = 0;
         // With packets spread over several more tables, this stage has few of them. (Two
         // bits or more, tested without counting them: the x86-64 baseline has no popcnt.)
@@ -445,15 +478,17 @@ fn process_window<S: PacketSink, const V3: bool>(
     };
     w.stages.at.fill(NOWHERE);
     let mut intake = Intake::new(state, shard);
-    match state.table(0).filter(|t| t.keyed_by_in_port()) {
+    let admitted = match state.table(0).filter(|t| t.keyed_by_in_port()) {
         Some(t0) => {
-            w.take_in(&mut env, &mut intake, n, depth, |key, len, tally| {
+            let admitted = w.take_in(&mut env, &mut intake, n, depth, |key, len, tally| {
                 by_port.first_table(t0, key, len, shard, tally)
             });
             by_port.flush(shard, w.tally);
+            admitted
         }
         None => w.take_in(&mut env, &mut intake, n, depth, |_, _, _| 0),
-    }
+    };
+    w.stages.note_intake(n, admitted);
     while let Some(table_id) = w.stages.pop(n, sel) {
         let picked = sel.as_slice();
         let Some(table) = state.table(table_id) else {
@@ -510,7 +545,7 @@ struct Window<'w> {
 
 impl Window<'_> {
     /// Parses and admits the window's `n` received packets, each queued at the table
-    /// `first` names for it.
+    /// `first` names for it; returns how many were admitted.
     #[inline(always)]
     fn take_in<S: PacketSink>(
         &mut self,
@@ -519,7 +554,8 @@ impl Window<'_> {
         n: usize,
         depth: ParseDepth,
         mut first: impl FnMut(&FlowKey, u32, &mut Tally) -> u8,
-    ) {
+    ) -> usize {
+        let mut admitted = 0;
         for k in 0..n.min(WINDOW) {
             // A window's indexes fit a `u8` (the range itself must not: 256 as u8 is 0).
             let i = k as u8;
@@ -541,7 +577,9 @@ impl Window<'_> {
             p.len = slot.len;
             let t = first(&p.key, slot.len, self.tally);
             self.stages.push(t, i);
+            admitted += 1;
         }
+        admitted
     }
 
     /// Runs packet `i`'s entry in `slot` of table `table_id` and queues the packet at the
