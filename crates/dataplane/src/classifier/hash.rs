@@ -397,8 +397,9 @@ impl<const R: usize> IndexView<'_, R> {
         ((hash >> 32) as usize) & self.mask
     }
 
+    /// Hints the CPU to load the line the probe for `hash` starts at.
     #[inline(always)]
-    fn prefetch(&self, hash: u64) {
+    pub fn prefetch(&self, hash: u64) {
         if let Some(e) = self.entries.get(self.home(hash)) {
             prefetch_read(e);
         }
@@ -406,7 +407,7 @@ impl<const R: usize> IndexView<'_, R> {
 
     /// The entry whose tag and words match and for which `tail_eq(slot)` holds.
     #[inline(always)]
-    fn find(
+    pub fn find(
         &self,
         hash: u64,
         word0: u64,

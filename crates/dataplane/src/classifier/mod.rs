@@ -28,7 +28,7 @@ pub mod lpm;
 pub mod subtable;
 
 use crate::key::{Match, KEY_WORDS};
-use hash::{hash_masked, Hit, IndexProbe, Seed, SeededMap, ENTRY_REST};
+use hash::{hash_masked, Hit, IndexProbe, IndexView, Seed, SeededMap, ENTRY_REST};
 use lpm::LpmPlan;
 use subtable::Subtable;
 pub use subtable::Words;
@@ -207,9 +207,7 @@ impl<'s> Tuple<'s> {
         (words, seed.finish(h))
     }
 
-    /// The entry for masked words of a mask of exactly `L` words (unrolled): the index entry
-    /// holds the first three words, the rule keys the rest (a mask of up to three words never
-    /// reads them).
+    /// The entry for masked words of a mask of exactly `L` words (unrolled).
     #[inline(always)]
     fn find_words<const L: usize>(
         &self,
@@ -217,15 +215,31 @@ impl<'s> Tuple<'s> {
         words: &[u64; L],
         h: u64,
     ) -> Option<Hit> {
+        match self.index {
+            IndexProbe::Narrow(view) => self.find_in(view, lanes, words, h),
+            IndexProbe::Wide(view) => self.find_in(view, lanes, words, h),
+        }
+    }
+
+    /// [`Self::find_words`] in an index whose entries hold `1 + R` words; the rule keys hold
+    /// the rest (a mask of up to `1 + R` words never reads them).
+    #[inline(always)]
+    fn find_in<const R: usize, const L: usize>(
+        &self,
+        view: IndexView<'_, R>,
+        lanes: &[hash::Lane; L],
+        words: &[u64; L],
+        h: u64,
+    ) -> Option<Hit> {
         let keys = self.keys;
         let rest = std::array::from_fn(|i| words.get(i + 1).copied().unwrap_or(0));
-        self.index.find(h, words[0], rest, |s| {
-            L <= 1 + ENTRY_REST
+        view.find(h, words[0], rest, |s| {
+            L <= 1 + R
                 || rule_key(keys, s).is_some_and(|r| {
                     words
                         .iter()
                         .zip(lanes)
-                        .skip(1 + ENTRY_REST)
+                        .skip(1 + R)
                         .all(|(w, l)| r.get(l.at()) == Some(w))
                 })
         })
@@ -257,7 +271,8 @@ impl<'s> Tuple<'s> {
     }
 
     /// Classifies every key against this tuple alone; `hashes` (when given) turns on the
-    /// two-pass probe with prefetching.
+    /// two-pass probe with prefetching. The index's entry width is decided once, outside
+    /// the loop.
     #[inline(always)]
     fn probe_all<'k, const L: usize>(
         &self,
@@ -267,19 +282,38 @@ impl<'s> Tuple<'s> {
         hashes: Option<&mut [u64]>,
         pick: impl Fn(Option<Hit>) -> u32,
     ) {
+        match self.index {
+            IndexProbe::Narrow(view) => self.probe_all_in(view, lanes, key, out, hashes, pick),
+            IndexProbe::Wide(view) => self.probe_all_in(view, lanes, key, out, hashes, pick),
+        }
+    }
+
+    /// [`Self::probe_all`] in an index whose entries hold `1 + R` words.
+    #[inline(always)]
+    fn probe_all_in<'k, const R: usize, const L: usize>(
+        &self,
+        view: IndexView<'_, R>,
+        lanes: &[hash::Lane; L],
+        key: &impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        hashes: Option<&mut [u64]>,
+        pick: impl Fn(Option<Hit>) -> u32,
+    ) {
         match hashes {
             None => {
                 for (i, o) in out.iter_mut().enumerate() {
-                    *o = pick(self.probe(lanes, key(i), None));
+                    let (words, h) = self.masked(lanes, key(i));
+                    *o = pick(self.find_in(view, lanes, &words, h));
                 }
             }
             Some(hashes) => {
                 for (i, h) in hashes.iter_mut().enumerate() {
                     *h = self.masked(lanes, key(i)).1;
-                    self.index.prefetch(*h);
+                    view.prefetch(*h);
                 }
                 for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
-                    *o = pick(self.probe(lanes, key(i), Some(*h)));
+                    let (words, _) = self.masked(lanes, key(i));
+                    *o = pick(self.find_in(view, lanes, &words, *h));
                 }
             }
         }
