@@ -179,10 +179,10 @@ macro_rules! flow_key {
     };
 }
 
-// The order puts fields matched together into the same words: EtherType beside the
-// Ethernet addresses, the IPv4 addresses in one word, ports, protocol and the other small
-// L3/L4 fields in the next, so a 5-tuple match hashes three words, all of which its index
-// entries hold.
+// The order puts fields matched together into the same words: the IPv4 addresses in one
+// word, and in the next the ports, the IP protocol and the EtherType, which every IP match
+// names as its prerequisite. So an IPv4 5-tuple match hashes two words, and an ACL entry on
+// a destination address, protocol and port two rather than three.
 flow_key! {
     /// Ingress port.
     in_port: u32,
@@ -196,8 +196,10 @@ flow_key! {
     eth_dst: [u8; 6],
     /// Ethernet source.
     eth_src: [u8; 6],
-    /// EtherType after VLAN tags (and of the PBB-encapsulated frame's outer header).
-    eth_type: u16,
+    /// IP ECN (2 bits).
+    ip_ecn: u8,
+    /// ICMPv4 or ICMPv6 type.
+    icmp_type: u8,
     /// Outer VLAN id with [`OFPVID_PRESENT`], 0 if untagged.
     vlan_vid: u16,
     /// IPv4 source.
@@ -208,14 +210,12 @@ flow_key! {
     tp_src: u16,
     /// TCP/UDP/SCTP destination port.
     tp_dst: u16,
+    /// EtherType after VLAN tags (and of the PBB-encapsulated frame's outer header).
+    eth_type: u16,
     /// IP protocol / IPv6 final next header.
     ip_proto: u8,
     /// IP DSCP (6 bits).
     ip_dscp: u8,
-    /// IP ECN (2 bits).
-    ip_ecn: u8,
-    /// ICMPv4 or ICMPv6 type.
-    icmp_type: u8,
     /// ICMPv4 or ICMPv6 code.
     icmp_code: u8,
     /// Top MPLS traffic class (3 bits).

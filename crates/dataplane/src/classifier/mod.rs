@@ -1178,6 +1178,7 @@ mod tests {
     fn words_beyond_the_entry_are_compared_with_the_rule() {
         let mut m = Match::any();
         m.set(Field::InPort, FieldValue::from(1u32), None);
+        m.set(Field::Metadata, FieldValue::from(7u64), None);
         m.set(Field::EthType, FieldValue::from(0x0800u16), None);
         m.set(Field::Ipv4Dst, FieldValue::from(0x0a00_0001u32), None);
         m.set(Field::TcpDst, FieldValue::from(80u16), None);
@@ -1185,6 +1186,7 @@ mod tests {
         c.insert(1, 10, &m, ());
         let key = FlowKey {
             in_port: 1,
+            metadata: 7,
             eth_type: 0x0800,
             ipv4_dst: 0x0a00_0001,
             tp_dst: 80,
