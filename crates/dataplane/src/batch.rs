@@ -173,21 +173,21 @@ impl PacketBatch {
 
     /// The `i`th packet's ingress port and frame.
     pub fn packet(&self, i: usize) -> Option<(u32, &[u8])> {
-        let (in_port, at) = self.frame_at(i)?;
-        Some((in_port, self.data.get(at)?))
+        self.received(i).map(|(slot, frame)| (slot.in_port, frame))
     }
 
     /// The `i`th packet's ingress port and frame, to rewrite in place.
     pub fn packet_mut(&mut self, i: usize) -> Option<(u32, &mut [u8])> {
-        let (in_port, at) = self.frame_at(i)?;
-        Some((in_port, self.data.get_mut(at)?))
+        let (slot, at) = self.frame_at(i)?;
+        Some((slot.in_port, self.data.get_mut(at)?))
     }
 
-    /// The `i`th packet's ingress port and where its frame lies in `data`.
-    fn frame_at(&self, i: usize) -> Option<(u32, core::ops::Range<usize>)> {
-        let s = self.slots.get(..self.count)?.get(i)?;
+    /// Where the `i`th packet lives, and where its frame lies in `data`.
+    #[inline(always)]
+    fn frame_at(&self, i: usize) -> Option<(Slot, core::ops::Range<usize>)> {
+        let s = *self.slots.get(..self.count)?.get(i)?;
         let start = self.slot_base(i) + s.start as usize;
-        Some((s.in_port, start..start + s.len as usize))
+        Some((s, start..start + s.len as usize))
     }
 
     /// Where slot `i`'s buffer starts in `data`.
@@ -196,10 +196,11 @@ impl PacketBatch {
         self.origin + i * self.slot_size
     }
 
-    /// Where the `i`th packet lives.
+    /// Where the `i`th packet lives, and its frame.
     #[inline(always)]
-    pub(crate) fn slot(&self, i: usize) -> Option<Slot> {
-        self.slots.get(..self.count)?.get(i).copied()
+    pub(crate) fn received(&self, i: usize) -> Option<(Slot, &[u8])> {
+        let (slot, at) = self.frame_at(i)?;
+        Some((slot, self.data.get(at)?))
     }
 
     /// The whole buffer of slot `i` (headroom included).

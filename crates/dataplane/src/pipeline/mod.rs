@@ -144,6 +144,13 @@ impl Selection {
         self.len = n.min(WINDOW);
     }
 
+    /// The `k`th selected packet for `k` below the length (an index, masked into the array,
+    /// that needs no bounds check).
+    #[inline(always)]
+    fn nth(&self, k: usize) -> u8 {
+        self.idx[k & (WINDOW - 1)]
+    }
+
     fn as_slice(&self) -> &[u8] {
         self.idx.get(..self.len).unwrap_or(&self.idx)
     }
@@ -349,8 +356,6 @@ fn flush(shared: &Shared, drops: &mut Drops) {
     *drops = Drops::default();
 }
 
-static ZERO_WORDS: Words = [0; crate::key::KEY_WORDS];
-
 /// What one call of the pipeline works on: the snapshot, the reader's own state, the batch
 /// and where its results go.
 pub(crate) struct Job<'a, S> {
@@ -495,15 +500,11 @@ fn process_window<S: PacketSink, const V3: bool>(
             env.drops.other += picked.len() as u64;
             continue;
         };
-        let pkts = &*w.pkts;
+        let (pkts, chosen) = (&*w.pkts, &*sel);
         classify::<V3>(
             table,
             picked.len(),
-            |k| {
-                picked
-                    .get(k)
-                    .map_or(&ZERO_WORDS, |&i| pkts[usize::from(i)].key.words())
-            },
+            |k| pkts[usize::from(chosen.nth(k))].key.words(),
             slots,
             lookup,
         );
@@ -559,13 +560,10 @@ impl Window<'_> {
         for k in 0..n.min(WINDOW) {
             // A window's indexes fit a `u8` (the range itself must not: 256 as u8 is 0).
             let i = k as u8;
-            let Some(slot) = self.batch.slot(self.base + usize::from(i)) else {
+            let Some((slot, frame)) = self.batch.received(self.base + usize::from(i)) else {
                 continue;
             };
             let p = &mut self.pkts[usize::from(i)];
-            let (start, len) = (slot.start as usize, slot.len as usize);
-            let buf = self.batch.slot_buffer_mut(self.base + usize::from(i));
-            let frame = buf.and_then(|b| b.get(start..start + len)).unwrap_or(&[]);
             let (drops, parse) = (&mut *env.drops, &mut *env.parse);
             if !intake.admit(drops, parse, slot.in_port, frame, depth, &mut p.key) {
                 continue;
