@@ -559,3 +559,58 @@ fn subtables_keyed_on_in_port_are_skipped_for_other_ports() {
     assert_eq!(find(&c, &key(1, 0x0800)), Some(3));
     assert_eq!(find(&c, &key(65, 0x0806)), Some(65));
 }
+
+/// An ACL-like table whose rules all name one protocol and port: a key with another protocol
+/// or port misses without a probe (the subtable's guard), and once a rule with another port
+/// joins, keys with that port find it, also after a large table's two-pass probe, and the
+/// rules that remain keep matching after removals.
+#[test]
+fn a_lane_every_rule_shares_turns_other_keys_away_until_a_rule_differs() {
+    let acl = |dst: u32, port: u16| {
+        let mut m = Match::any();
+        m.set(Field::EthType, FieldValue::from(0x0800u16), None);
+        m.set(Field::IpProto, FieldValue::from(6u8), None);
+        m.set(Field::Ipv4Dst, FieldValue::from(dst), None);
+        m.set(Field::TcpDst, FieldValue::from(port), None);
+        m
+    };
+    let key = |dst: u32, port: u16| FlowKey {
+        eth_type: 0x0800,
+        ip_proto: 6,
+        ipv4_dst: dst,
+        tp_dst: port,
+        ..FlowKey::default()
+    };
+    let batch = |c: &Classifier<u32>, keys: &[FlowKey]| -> Vec<Option<u32>> {
+        let mut out = vec![0u32; keys.len()];
+        let mut scratch = Default::default();
+        c.lookup_batch(keys.len(), |i| keys[i].words(), &mut out, &mut scratch);
+        out.iter().map(|&s| c.payload(s).copied()).collect()
+    };
+    for rules in [100u32, 5000] {
+        let mut c: Classifier<u32> = Classifier::default();
+        for i in 0..rules {
+            c.insert(u64::from(i), 10, &acl(i, 80), i);
+        }
+        let keys = [key(7, 80), key(7, 53), key(rules + 1, 80)];
+        assert_eq!(batch(&c, &keys), vec![Some(7), None, None], "{rules} rules");
+
+        c.insert(u64::from(rules), 10, &acl(7, 53), rules);
+        assert_eq!(
+            batch(&c, &keys),
+            vec![Some(7), Some(rules), None],
+            "{rules} rules"
+        );
+
+        c.remove(7);
+        assert_eq!(
+            batch(&c, &keys),
+            vec![None, Some(rules), None],
+            "{rules} rules"
+        );
+        assert_eq!(batch(&c, &[key(8, 80)]), vec![Some(8)], "{rules} rules");
+        for (k, got) in keys.iter().zip(batch(&c, &keys)) {
+            assert_eq!(c.lookup(k.words()).and_then(|s| c.payload(s).copied()), got);
+        }
+    }
+}

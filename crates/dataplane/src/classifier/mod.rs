@@ -288,7 +288,8 @@ impl<'s> Tuple<'s> {
         }
     }
 
-    /// [`Self::probe_all`] in an index whose entries hold `1 + R` words.
+    /// [`Self::probe_all`] in an index whose entries hold `1 + R` words. A key the
+    /// subtable's guard turns away is a miss without a probe.
     #[inline(always)]
     fn probe_all_in<'k, const R: usize, const L: usize>(
         &self,
@@ -299,10 +300,37 @@ impl<'s> Tuple<'s> {
         hashes: Option<&mut [u64]>,
         pick: impl Fn(Option<Hit>) -> u32,
     ) {
+        match self.sub.guard() {
+            Some(guard) => {
+                let admits = |k: &Words| guard.admits(k);
+                self.probe_each(view, lanes, key, out, hashes, pick, admits);
+            }
+            None => self.probe_each(view, lanes, key, out, hashes, pick, |_| true),
+        }
+    }
+
+    /// [`Self::probe_all_in`] with the guard's test `admits`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn probe_each<'k, const R: usize, const L: usize>(
+        &self,
+        view: IndexView<'_, R>,
+        lanes: &[hash::Lane; L],
+        key: &impl Fn(usize) -> &'k Words,
+        out: &mut [u32],
+        hashes: Option<&mut [u64]>,
+        pick: impl Fn(Option<Hit>) -> u32,
+        admits: impl Fn(&Words) -> bool,
+    ) {
         match hashes {
             None => {
                 for (i, o) in out.iter_mut().enumerate() {
-                    let (words, h) = self.masked(lanes, key(i));
+                    let k = key(i);
+                    if !admits(k) {
+                        *o = pick(None);
+                        continue;
+                    }
+                    let (words, h) = self.masked(lanes, k);
                     *o = pick(self.find_in(view, lanes, &words, h));
                 }
             }
@@ -312,7 +340,12 @@ impl<'s> Tuple<'s> {
                     view.prefetch(*h);
                 }
                 for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
-                    let (words, _) = self.masked(lanes, key(i));
+                    let k = key(i);
+                    if !admits(k) {
+                        *o = pick(None);
+                        continue;
+                    }
+                    let (words, _) = self.masked(lanes, k);
                     *o = pick(self.find_in(view, lanes, &words, *h));
                 }
             }

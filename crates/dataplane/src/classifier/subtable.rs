@@ -24,6 +24,26 @@ pub struct Subtable {
     /// Creation sequence number: the deterministic tie-break between equal maxima.
     pub seq: u64,
     ports: PortFilter,
+    /// Per lane, the masked value every rule has there, or `None` once two rules differ.
+    shared: Box<[Option<u64>]>,
+    guard: Option<Guard>,
+}
+
+/// A lane on which every rule of a subtable has the same value (an ACL's protocol and port,
+/// the EtherType of IPv4 rules): a key that differs there matches none of them, so its probe
+/// ends before hashing, on a test of a word the packet already holds.
+#[derive(Clone, Copy, Debug)]
+pub struct Guard {
+    lane: Lane,
+    value: u64,
+}
+
+impl Guard {
+    /// Whether a rule of the subtable may match `key`.
+    #[inline(always)]
+    pub fn admits(&self, key: &Words) -> bool {
+        self.lane.word(key) == self.value
+    }
 }
 
 /// The ingress ports a subtable's rules match, folded to 64 buckets, when its mask covers
@@ -93,7 +113,7 @@ impl Subtable {
             .filter(|(_, w)| **w != 0)
             .filter_map(|(i, _)| u8::try_from(i).ok())
             .collect();
-        let lanes = words
+        let lanes: Box<[Lane]> = words
             .iter()
             .map(|&i| {
                 seed.lane(
@@ -106,12 +126,14 @@ impl Subtable {
         Subtable {
             mask,
             words,
+            shared: vec![None; lanes.len()].into(),
             lanes,
             seed,
             index,
             prios: BTreeMap::new(),
             seq,
             ports: PortFilter::new(&mask),
+            guard: None,
         }
     }
 
@@ -127,8 +149,34 @@ impl Subtable {
 
     /// Accounts for a new rule with masked key `key`.
     pub fn count_rule(&mut self, priority: u16, key: &Words) {
+        let first = self.prios.is_empty();
+        for (shared, lane) in self.shared.iter_mut().zip(self.lanes.iter()) {
+            let value = lane.word(key);
+            if first {
+                *shared = Some(value);
+            } else if *shared != Some(value) {
+                *shared = None;
+            }
+        }
+        self.guard = self.choose_guard();
         *self.prios.entry(priority).or_insert(0) += 1;
         self.ports.add(key, 1);
+    }
+
+    /// The shared lane with the most mask bits (the likeliest to turn a key away). Rules
+    /// removed later never reopen a lane: the guard stays correct, if weaker.
+    fn choose_guard(&self) -> Option<Guard> {
+        self.shared
+            .iter()
+            .zip(self.lanes.iter())
+            .filter_map(|(shared, lane)| shared.map(|value| Guard { lane: *lane, value }))
+            .max_by_key(|g| g.lane.mask.count_ones())
+    }
+
+    /// The test a key must pass for a rule of this subtable to match it, if there is one.
+    #[inline(always)]
+    pub fn guard(&self) -> Option<Guard> {
+        self.guard
     }
 
     /// Accounts for the removal of a rule with masked key `key`.
