@@ -336,8 +336,11 @@ impl<'s> Tuple<'s> {
             }
             Some(hashes) => {
                 for (i, h) in hashes.iter_mut().enumerate() {
-                    *h = self.masked(lanes, key(i)).1;
-                    view.prefetch(*h);
+                    let k = key(i);
+                    if admits(k) {
+                        *h = self.masked(lanes, k).1;
+                        view.prefetch(*h);
+                    }
                 }
                 for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
                     let k = key(i);
@@ -886,7 +889,8 @@ impl<P, C> Classifier<P, C> {
     /// that packets from one port all find the same rule.
     pub fn keyed_by_in_port(&self) -> bool {
         let (at, shift) = subtable::IN_PORT_AT;
-        matches!(self.plan, Plan::Direct(p) if usize::from(p.at) == at && p.mask & !(u64::from(u32::MAX) << shift) == 0)
+        let in_port = u64::from(u32::MAX) << shift;
+        matches!(self.plan, Plan::Direct(p) if usize::from(p.at) == at && p.mask & !in_port == 0)
     }
 
     /// The slot of the rule matching `key`, or [`NO_RULE`]: [`Self::lookup`] specialised to
