@@ -538,8 +538,7 @@ fn counters_count_flows_tables_and_ports() {
         &[(1, pkt()), (1, pkt()), (3, udp4(SRC, DST, 1, 2, 64, 100))],
     );
     assert_eq!((c.packets(), c.bytes(), c.last_active_ns(80)), (3, 228, 80));
-    let t = r.shared().table_counters(0).unwrap();
-    assert_eq!((t.lookups(), t.matches()), (3, 3));
+    assert_eq!(table_counts(&r, 0), (3, 3));
     let p2 = w.port_counters(2).unwrap();
     assert_eq!((p2.tx.packets(), p2.tx.bytes()), (3, 228));
     assert_eq!(w.port_counters(1).unwrap().rx.packets(), 2);
@@ -778,13 +777,9 @@ fn a_large_table_between_small_ones_keeps_every_packet_and_its_match() {
         let hits = picks.iter().flatten().filter(|&&p| p == i as u32).count() as u64;
         assert_eq!(c.packets(), hits, "rule {i}");
     }
-    let table = |t: u8| {
-        let c = r.shared().table_counters(t).unwrap();
-        (c.lookups(), c.matches())
-    };
-    assert_eq!(table(0), (90, 90));
-    assert_eq!(table(1), (90, matched));
-    assert_eq!(table(2), (matched, matched));
+    assert_eq!(table_counts(&r, 0), (90, 90));
+    assert_eq!(table_counts(&r, 1), (90, matched));
+    assert_eq!(table_counts(&r, 2), (matched, matched));
 }
 
 /// An in_port table 0 (direct-indexed): a port whose entry only sends packets on, a port whose
@@ -820,12 +815,8 @@ fn an_in_port_table_zero_sends_each_port_its_own_way() {
     assert_eq!((onward.packets(), onward.bytes()), (3, 3 * len));
     assert_eq!((direct.packets(), direct.bytes()), (2, 2 * len));
     assert_eq!(next.packets(), 3);
-    let table = |t: u8| {
-        let c = r.shared().table_counters(t).unwrap();
-        (c.lookups(), c.matches())
-    };
-    assert_eq!(table(0), (6, 5));
-    assert_eq!(table(3), (3, 3));
+    assert_eq!(table_counts(&r, 0), (6, 5));
+    assert_eq!(table_counts(&r, 3), (3, 3));
 }
 
 /// A batch spread over many tables (as a gateway's per-customer tables spread it): each table's

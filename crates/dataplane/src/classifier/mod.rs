@@ -271,8 +271,8 @@ impl<'s> Tuple<'s> {
     }
 
     /// Classifies every key against this tuple alone; `hashes` (when given) turns on the
-    /// two-pass probe with prefetching. The index's entry width is decided once, outside
-    /// the loop.
+    /// two-pass probe with prefetching. The index's entry width and whether the subtable has
+    /// a guard are decided once, outside the loop.
     #[inline(always)]
     fn probe_all<'k, const L: usize>(
         &self,
@@ -282,34 +282,25 @@ impl<'s> Tuple<'s> {
         hashes: Option<&mut [u64]>,
         pick: impl Fn(Option<Hit>) -> u32,
     ) {
-        match self.index {
-            IndexProbe::Narrow(view) => self.probe_all_in(view, lanes, key, out, hashes, pick),
-            IndexProbe::Wide(view) => self.probe_all_in(view, lanes, key, out, hashes, pick),
-        }
-    }
-
-    /// [`Self::probe_all`] in an index whose entries hold `1 + R` words. A key the
-    /// subtable's guard turns away is a miss without a probe.
-    #[inline(always)]
-    fn probe_all_in<'k, const R: usize, const L: usize>(
-        &self,
-        view: IndexView<'_, R>,
-        lanes: &[hash::Lane; L],
-        key: &impl Fn(usize) -> &'k Words,
-        out: &mut [u32],
-        hashes: Option<&mut [u64]>,
-        pick: impl Fn(Option<Hit>) -> u32,
-    ) {
-        match self.sub.guard() {
-            Some(guard) => {
-                let admits = |k: &Words| guard.admits(k);
-                self.probe_each(view, lanes, key, out, hashes, pick, admits);
+        let open = |_: &Words| true;
+        match (self.index, self.sub.guard()) {
+            (IndexProbe::Narrow(view), Some(g)) => {
+                self.probe_each(view, lanes, key, out, hashes, pick, |k| g.admits(k));
             }
-            None => self.probe_each(view, lanes, key, out, hashes, pick, |_| true),
+            (IndexProbe::Wide(view), Some(g)) => {
+                self.probe_each(view, lanes, key, out, hashes, pick, |k| g.admits(k));
+            }
+            (IndexProbe::Narrow(view), None) => {
+                self.probe_each(view, lanes, key, out, hashes, pick, open);
+            }
+            (IndexProbe::Wide(view), None) => {
+                self.probe_each(view, lanes, key, out, hashes, pick, open);
+            }
         }
     }
 
-    /// [`Self::probe_all_in`] with the guard's test `admits`.
+    /// [`Self::probe_all`] in an index whose entries hold `1 + R` words; a key that `admits`
+    /// (the subtable's guard) turns away is a miss without a probe.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn probe_each<'k, const R: usize, const L: usize>(
@@ -322,16 +313,18 @@ impl<'s> Tuple<'s> {
         pick: impl Fn(Option<Hit>) -> u32,
         admits: impl Fn(&Words) -> bool,
     ) {
+        // One key's answer, with its hash when the first pass already computed it.
+        let probe = |k: &Words, hashed: Option<u64>| {
+            if !admits(k) {
+                return pick(None);
+            }
+            let (words, h) = self.masked(lanes, k);
+            pick(self.find_in(view, lanes, &words, hashed.unwrap_or(h)))
+        };
         match hashes {
             None => {
                 for (i, o) in out.iter_mut().enumerate() {
-                    let k = key(i);
-                    if !admits(k) {
-                        *o = pick(None);
-                        continue;
-                    }
-                    let (words, h) = self.masked(lanes, k);
-                    *o = pick(self.find_in(view, lanes, &words, h));
+                    *o = probe(key(i), None);
                 }
             }
             Some(hashes) => {
@@ -343,13 +336,7 @@ impl<'s> Tuple<'s> {
                     }
                 }
                 for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
-                    let k = key(i);
-                    if !admits(k) {
-                        *o = pick(None);
-                        continue;
-                    }
-                    let (words, _) = self.masked(lanes, k);
-                    *o = pick(self.find_in(view, lanes, &words, *h));
+                    *o = probe(key(i), Some(*h));
                 }
             }
         }

@@ -8,7 +8,7 @@ use super::Tally;
 use crate::counters::{CounterCell, Shard};
 use crate::key::FlowKey;
 use crate::program::flag;
-use crate::state::FlowTable;
+use crate::state::{FlowEntry, FlowTable};
 
 /// Ports remembered at once (by `in_port % PORTS`).
 const PORTS: usize = 64;
@@ -86,15 +86,20 @@ impl ByPort {
         let entry = table
             .payload(table.lookup_one(key.words()))
             .filter(|e| e.program.flags & flag::GOTO_ONLY != 0);
-        if let (Some(port), Some(goto), Some(cell)) = (
+        self.place(at, key.in_port, entry);
+        self.set |= 1 << at;
+    }
+
+    /// Puts `port` and its goto-only `entry` (or none) into place `at`.
+    fn place(&mut self, at: usize, port: u32, entry: Option<&FlowEntry>) {
+        if let (Some(p), Some(goto), Some(cell)) = (
             self.port.get_mut(at),
             self.goto.get_mut(at),
             self.cell.get_mut(at),
         ) {
-            *port = key.in_port;
+            *p = port;
             *goto = entry.map_or(0, |e| e.program.goto);
             *cell = entry.map(|e| e.cell);
-            self.set |= 1 << at;
         }
     }
 
@@ -120,13 +125,7 @@ impl ByPort {
             let at = self.set.trailing_zeros() as usize;
             self.set &= self.set - 1;
             self.count(at, shard, tally);
-            if let (Some(port), Some(goto), Some(cell)) = (
-                self.port.get_mut(at),
-                self.goto.get_mut(at),
-                self.cell.get_mut(at),
-            ) {
-                (*port, *goto, *cell) = (UNSET, 0, None);
-            }
+            self.place(at, UNSET, None);
         }
     }
 }
