@@ -2,7 +2,7 @@
 //! per-connection protocol (see [`session`]), roles, echo and inactivity probes, reconnect with
 //! backoff, and the fan-out of asynchronous messages to every interested connection.
 //!
-//! All switch state sits behind one lock ([`session::State`]); a connection takes it once per
+//! All switch state sits behind one lock ([`session::SwitchState`]); a connection takes it once per
 //! batch of messages read, so a burst of flow-mods costs one lock, not one per message.
 
 mod connection;
@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::broadcast;
 
 use roles::Roles;
-use session::{Event, State};
+use session::{Event, SwitchState};
 use target::{ControllerTarget, ListenTarget};
 
 /// Tunables of the agent.
@@ -48,7 +48,7 @@ impl Default for AgentConfig {
 }
 
 pub(crate) struct Shared {
-    state: Mutex<State>,
+    state: Mutex<SwitchState>,
     events: broadcast::Sender<Event>,
     next_conn: AtomicU64,
     /// Connections to configured controllers (`--controller`) that finished the handshake;
@@ -58,7 +58,7 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, SwitchState> {
         // A panic while holding the lock would be a bug; the state itself stays consistent
         // because every change validates before it mutates.
         self.state
@@ -89,7 +89,7 @@ impl Agent {
         let (events, _) = broadcast::channel(4096);
         Self {
             shared: Arc::new(Shared {
-                state: Mutex::new(State {
+                state: Mutex::new(SwitchState {
                     switch,
                     roles: Roles::default(),
                 }),

@@ -62,7 +62,7 @@ impl Outcome {
 }
 
 /// The switch state a session acts on, behind the agent's one lock.
-pub struct State {
+pub struct SwitchState {
     pub switch: Switch,
     pub roles: Roles,
 }
@@ -130,7 +130,7 @@ impl Session {
     /// Handles one decoded message. `raw` is its encoding (for error data).
     pub fn on_message(
         &mut self,
-        state: &mut State,
+        state: &mut SwitchState,
         header: &Header,
         msg: Message,
         raw: &[u8],
@@ -181,7 +181,7 @@ impl Session {
 
     fn dispatch(
         &mut self,
-        state: &mut State,
+        state: &mut SwitchState,
         xid: u32,
         msg: Message,
         now_ns: u64,

@@ -2,7 +2,7 @@
 //! async filtering and barriers.
 
 use agent::roles::Roles;
-use agent::session::{Event, Session, State};
+use agent::session::{Event, Session, SwitchState};
 use dataplane::datapath::DatapathConfig;
 use ofp::{
     BadRequestCode, ControllerRole, FlowRemoved, Header, Hello, HelloElement, HelloFailedCode,
@@ -16,21 +16,23 @@ impl PacketOutQueue for Discard {
     fn submit(&mut self, _job: PacketOutJob) {}
 }
 
-fn state() -> State {
+fn state() -> SwitchState {
     let (writer, _readers) = dataplane::datapath::new(DatapathConfig {
         n_tables: 4,
         ..DatapathConfig::default()
     });
+    let shared = std::sync::Arc::clone(writer.shared());
     let switch = Switch::new(
         SwitchSettings {
             datapath_id: 9,
             n_tables: 4,
             n_buffers: 16,
         },
-        writer,
+        Box::new(writer),
+        shared,
         Box::new(Discard),
     );
-    State {
+    SwitchState {
         switch,
         roles: Roles::default(),
     }
@@ -58,7 +60,7 @@ fn error_of(msg: &Message) -> OfpError {
     }
 }
 
-fn negotiated(state: &mut State, conn: u64) -> Session {
+fn negotiated(state: &mut SwitchState, conn: u64) -> Session {
     let mut s = Session::new(conn);
     state.roles.connect(conn);
     let out = s.on_message(state, &header(4, 1), hello(vec![1 << 4 | 1 << 1]), &[], 0);

@@ -17,12 +17,11 @@
 
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
 use dataplane::counters::{FlowCounters, GroupCounters};
-use dataplane::datapath::{
-    self, Bucket, DatapathConfig, DatapathWriter, FlowId, Group, GroupType, Op, PortInfo,
-};
+use dataplane::datapath::{self, DatapathConfig, DatapathWriter};
 use dataplane::ir::{port, Action, Instruction, GROUP_ANY};
 use dataplane::isa::Isa;
-use dataplane::key::{Field, FieldValue, Match};
+use dataplane::key::{Field, FieldValue, FlowMatch};
+use dataplane::model::{FlowId, Group, GroupBucket, GroupType, Op, OpSink, PortInfo};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -107,7 +106,7 @@ struct Pipeline {
     churn: Vec<(Op, Op)>,
 }
 
-fn insert(table: u8, id: u64, priority: u16, match_: Match, ins: Vec<Instruction>) -> Op {
+fn insert(table: u8, id: u64, priority: u16, match_: FlowMatch, ins: Vec<Instruction>) -> Op {
     Op::InsertFlow {
         table,
         id: FlowId(id),
@@ -125,15 +124,15 @@ fn out(port: u32) -> Action {
     }
 }
 
-fn fields(f: &[(Field, u128)]) -> Match {
-    let mut m = Match::any();
+fn fields(f: &[(Field, u128)]) -> FlowMatch {
+    let mut m = FlowMatch::any();
     for &(field, v) in f {
         m.set(field, FieldValue(v), None);
     }
     m
 }
 
-fn with_prefix(mut m: Match, field: Field, addr: u32, len: u8) -> Match {
+fn with_prefix(mut m: FlowMatch, field: Field, addr: u32, len: u8) -> FlowMatch {
     let mask = u32::MAX.checked_shl(32 - u32::from(len)).unwrap_or(0);
     m.set(
         field,
@@ -150,7 +149,7 @@ fn catch_all(table: u8, id: u64) -> Op {
         table,
         id,
         0,
-        Match::any(),
+        FlowMatch::any(),
         vec![Instruction::ApplyActions(vec![out(EXTERNAL)])],
     )
 }
@@ -236,7 +235,7 @@ fn next_hop_groups(ops: &mut Vec<Op>, first: u32) {
             Action::DecNwTtl,
             out(1 + g),
         ];
-        let bucket = Bucket {
+        let bucket = GroupBucket {
             weight: 1,
             watch_port: port::ANY,
             watch_group: GROUP_ANY,
@@ -279,7 +278,7 @@ fn l3(n: usize, rng: &mut Rng) -> Pipeline {
         2,
         201,
         0,
-        Match::any(),
+        FlowMatch::any(),
         vec![Instruction::ApplyActions(vec![Action::Output {
             port: port::CONTROLLER,
             max_len: 128,
@@ -490,7 +489,7 @@ fn gw(n: usize, rng: &mut Rng) -> Pipeline {
             table,
             100 + u64::from(ce),
             0,
-            Match::any(),
+            FlowMatch::any(),
             vec![Instruction::ApplyActions(vec![Action::Output {
                 port: port::CONTROLLER,
                 max_len: 128,
@@ -687,6 +686,7 @@ fn build(p: &Pipeline) -> (DatapathWriter, datapath::DatapathReaderFactory) {
     for port_no in 1..=EXTERNAL {
         w.apply(Op::SetPort {
             port_no,
+            counters: w.port_counters(port_no).unwrap_or_default(),
             info: PortInfo {
                 live: true,
                 ..PortInfo::default()

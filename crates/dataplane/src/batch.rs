@@ -1,6 +1,6 @@
 //! Packet batches in, outputs and packet-in events out.
 
-use crate::datapath::FlowId;
+use crate::model::FlowId;
 
 /// Why a packet goes to the controller (`ofp_packet_in_reason`).
 #[repr(u8)]

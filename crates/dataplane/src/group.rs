@@ -1,11 +1,11 @@
 //! Group semantics: bucket liveness and selection (OpenFlow 1.3 section 5.6).
 
 use crate::classifier::hash::{hash_masked, Seed};
-use crate::datapath::{Bucket, Group, GroupType};
 use crate::ir::{port, GROUP_ANY};
 use crate::key::{FlowKey, KEY_WORDS};
+use crate::model::{Group, GroupBucket, GroupType};
 use crate::program::action_set_order;
-use crate::state::State;
+use crate::snapshot::Snapshot;
 
 /// Watch chains deeper than this count as dead (the core rejects loops; this bounds work).
 const MAX_WATCH_DEPTH: u8 = 8;
@@ -33,7 +33,7 @@ pub(crate) fn flow_hash(key: &FlowKey) -> u64 {
     )
 }
 
-fn port_live(state: &State, port_no: u32) -> bool {
+fn port_live(state: &Snapshot, port_no: u32) -> bool {
     port_no == port::ANY
         || state
             .ports
@@ -42,13 +42,13 @@ fn port_live(state: &State, port_no: u32) -> bool {
 }
 
 /// Whether a bucket's watched port and group are live.
-pub(crate) fn bucket_live(state: &State, bucket: &Bucket, depth: u8) -> bool {
+pub(crate) fn bucket_live(state: &Snapshot, bucket: &GroupBucket, depth: u8) -> bool {
     port_live(state, bucket.watch_port)
         && (bucket.watch_group == GROUP_ANY || group_live(state, bucket.watch_group, depth + 1))
 }
 
 /// A group is live when any of its buckets is.
-pub(crate) fn group_live(state: &State, id: u32, depth: u8) -> bool {
+pub(crate) fn group_live(state: &Snapshot, id: u32, depth: u8) -> bool {
     if depth > MAX_WATCH_DEPTH {
         return false;
     }
@@ -70,7 +70,7 @@ pub(crate) enum Choice {
 }
 
 /// The buckets to execute for a packet with `key`.
-pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey) -> Choice {
+pub(crate) fn choose(state: &Snapshot, group: &Group, key: &FlowKey) -> Choice {
     match group.kind {
         GroupType::All => Choice::All,
         GroupType::Indirect if group.buckets.is_empty() => Choice::Nothing,
@@ -90,7 +90,7 @@ pub(crate) fn choose(state: &State, group: &Group, key: &FlowKey) -> Choice {
 /// every live bucket has weight 0 (a controller that left the weights unset, as os-ken's
 /// `OFPBucket` default does) they share equally, where Open vSwitch would send everything to
 /// its last live bucket.
-fn select(state: &State, group: &Group, key: &FlowKey) -> Choice {
+fn select(state: &Snapshot, group: &Group, key: &FlowKey) -> Choice {
     let (mut live, mut weighted) = (0u64, 0u64);
     for b in group.buckets.iter().filter(|b| bucket_live(state, b, 0)) {
         live += 1;
@@ -99,7 +99,7 @@ fn select(state: &State, group: &Group, key: &FlowKey) -> Choice {
     if live == 0 {
         return Choice::Nothing;
     }
-    let share = |b: &Bucket| {
+    let share = |b: &GroupBucket| {
         if weighted == 0 {
             1
         } else {
@@ -127,7 +127,7 @@ pub(crate) fn normalize(group: &Group) -> Group {
     let buckets = group
         .buckets
         .iter()
-        .map(|b| Bucket {
+        .map(|b| GroupBucket {
             actions: action_set_order(&b.actions),
             ..b.clone()
         })

@@ -11,6 +11,9 @@ use core::mem::{offset_of, size_of};
 /// Number of matchable 64-bit words at the start of a [`FlowKey`].
 pub const KEY_WORDS: usize = 20;
 
+/// A key's or a mask's matchable words, as classifiers hash and compare them.
+pub type Words = [u64; KEY_WORDS];
+
 /// OXM `VLAN_VID` bit meaning "a VLAN tag is present".
 pub const OFPVID_PRESENT: u16 = 0x1000;
 
@@ -553,7 +556,7 @@ impl Field {
     }
 
     /// Adds `field == value` (under `mask_value`, or exactly when `None`) to a match's key and
-    /// mask. The key keeps only the masked bits, as [`Match::matches`] requires.
+    /// mask. The key keeps only the masked bits, as [`FlowMatch::matches`] requires.
     pub fn set_masked(
         self,
         key: &mut FlowKey,
@@ -580,7 +583,7 @@ impl Field {
 
     /// The `(field, value)` that must be matched exactly before this field may be matched
     /// (OpenFlow 1.3 table 11), as alternatives; empty when there is no prerequisite.
-    /// `VLAN_PCP` needs `VLAN_VID != NONE`, checked separately by [`Match::check_prerequisites`].
+    /// `VLAN_PCP` needs `VLAN_VID != NONE`, checked separately by [`FlowMatch::check_prerequisites`].
     pub fn prerequisites(self) -> &'static [(Field, u16)] {
         use Field::*;
         match self {
@@ -641,14 +644,14 @@ pub struct PrerequisiteError(pub Field);
 
 /// A flow match: `packet & mask == key`, with `key` holding only masked bits.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
-pub struct Match {
+pub struct FlowMatch {
     /// Values of the matched bits (zero wherever `mask` is zero).
     pub key: FlowKey,
     /// Bits that must match.
     pub mask: FlowKey,
 }
 
-impl Match {
+impl FlowMatch {
     /// Matches every packet.
     pub fn any() -> Self {
         Self::default()
@@ -839,7 +842,7 @@ mod tests {
             let mut mask = FlowKey::default();
             f.mask_all(&mut mask);
             assert!(mask.words().iter().filter(|w| **w != 0).count() <= 3);
-            let m = Match {
+            let m = FlowMatch {
                 key: FlowKey::default(),
                 mask,
             };
@@ -856,10 +859,10 @@ mod tests {
 
     #[test]
     fn parse_depth_agrees_with_the_field_walk() {
-        let mut m = Match::any();
+        let mut m = FlowMatch::any();
         assert_eq!(m.parse_depth(), m.fields().depth());
         for f in Field::ALL {
-            let mut one = Match::any();
+            let mut one = FlowMatch::any();
             one.set(f, FieldValue(1), None);
             assert_eq!(one.parse_depth(), one.fields().depth(), "{}", f.name());
             m.set(f, FieldValue(1), None);
@@ -902,7 +905,7 @@ mod tests {
 
     #[test]
     fn masked_match_on_ipv4_prefix() {
-        let mut m = Match::any();
+        let mut m = FlowMatch::any();
         m.set(Field::EthType, 0x0800u16.into(), None);
         m.set(
             Field::Ipv4Dst,
@@ -922,12 +925,12 @@ mod tests {
         k.layout.l3 = 14;
         assert!(m.matches(&k), "layout is not matchable");
         assert!(!m.is_exact());
-        assert!(Match::any().matches(&k));
+        assert!(FlowMatch::any().matches(&k));
     }
 
     #[test]
     fn fields_disambiguates_shared_slots() {
-        let mut m = Match::any();
+        let mut m = FlowMatch::any();
         m.set(Field::EthType, 0x86ddu16.into(), None);
         m.set(Field::IpProto, 58u8.into(), None);
         m.set(Field::Icmpv6Type, 135u8.into(), None);
@@ -938,7 +941,7 @@ mod tests {
         assert!(m.is_exact());
         assert_eq!(m.check_prerequisites(), Ok(()));
 
-        let mut udp = Match::any();
+        let mut udp = FlowMatch::any();
         udp.set(Field::EthType, 0x0800u16.into(), None);
         udp.set(Field::IpProto, 17u8.into(), None);
         udp.set(Field::UdpDst, 53u16.into(), None);
@@ -948,14 +951,14 @@ mod tests {
 
     #[test]
     fn prerequisites_are_enforced() {
-        let mut m = Match::any();
+        let mut m = FlowMatch::any();
         m.set(Field::TcpDst, 80u16.into(), None);
         assert_eq!(
             m.check_prerequisites(),
             Err(PrerequisiteError(Field::TcpDst))
         );
 
-        let mut pcp = Match::any();
+        let mut pcp = FlowMatch::any();
         pcp.set(Field::VlanPcp, 3u8.into(), None);
         assert_eq!(
             pcp.check_prerequisites(),
@@ -968,7 +971,7 @@ mod tests {
         );
         assert_eq!(pcp.check_prerequisites(), Ok(()));
 
-        let mut v4 = Match::any();
+        let mut v4 = FlowMatch::any();
         v4.set(Field::Ipv4Src, 1u32.into(), None);
         v4.set(Field::EthType, 0x86ddu16.into(), None);
         assert_eq!(
@@ -1002,7 +1005,7 @@ mod tests {
             packet in proptest::collection::vec((field_strategy(), proptest::num::u128::ANY), 0..12),
             copy_from_match in proptest::bool::ANY,
         ) {
-            let mut m = Match::any();
+            let mut m = FlowMatch::any();
             for &(f, v, mask) in &fields {
                 m.set(f, FieldValue(v), Some(FieldValue(mask)));
             }

@@ -124,7 +124,7 @@ pub struct MeterStats {
 }
 
 #[derive(Clone, Copy)]
-struct Bucket {
+struct TokenBucket {
     tokens: u64,
     last_ns: u64,
 }
@@ -151,7 +151,7 @@ pub struct Meter {
     pktps: bool,
     created_ns: u64,
     bands: Vec<BandState>,
-    buckets: Mutex<Vec<Bucket>>,
+    buckets: Mutex<Vec<TokenBucket>>,
     packets: AtomicU64,
     bytes: AtomicU64,
 }
@@ -199,7 +199,7 @@ impl Meter {
             .collect();
         let buckets = bands
             .iter()
-            .map(|b| Bucket {
+            .map(|b| TokenBucket {
                 tokens: b.capacity,
                 last_ns: now_ns,
             })

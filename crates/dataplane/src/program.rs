@@ -1,9 +1,9 @@
 //! A flow entry's instructions compiled for the hot path.
 //!
-//! Actions become 8-byte [`Op`]s with their operands ready to use (a MAC, an address, a
+//! Actions become 8-byte [`CompiledAction`]s with their operands ready to use (a MAC, an address, a
 //! port), so a flow entry's whole program usually sits in the entry's one cache line and
 //! one `match` dispatches each action. Actions the hot path does not specialise keep their
-//! IR form in a side list ([`Op::Slow`]). Write-Actions are pre-sorted into action-set order,
+//! IR form in a side list ([`CompiledAction::Slow`]). Write-Actions are pre-sorted into action-set order,
 //! so an entry that ends the pipeline with an empty action set runs them directly without
 //! building the set.
 
@@ -18,7 +18,7 @@ const INLINE: usize = 3;
 
 /// One compiled action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Op {
+pub(crate) enum CompiledAction {
     /// Output to a physical or logical port (at most `port::MAX`).
     Output(u32),
     /// Output to a reserved port other than CONTROLLER (IN_PORT, TABLE, NORMAL, FLOOD, ALL,
@@ -37,20 +37,20 @@ pub(crate) enum Op {
     Slow(u16),
 }
 
-const _: () = assert!(core::mem::size_of::<Op>() == 8);
+const _: () = assert!(core::mem::size_of::<CompiledAction>() == 8);
 
-/// A compiled action list: the ops and the IR actions their [`Op::Slow`]s refer to.
+/// A compiled action list: the ops and the IR actions their [`CompiledAction::Slow`]s refer to.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct OpList {
-    pub ops: Box<[Op]>,
+pub(crate) struct CompiledActions {
+    pub ops: Box<[CompiledAction]>,
     pub slow: Box<[Action]>,
 }
 
-impl OpList {
-    pub fn compile(actions: &[Action]) -> OpList {
+impl CompiledActions {
+    pub fn compile(actions: &[Action]) -> CompiledActions {
         let mut slow = Vec::new();
         let ops = actions.iter().map(|a| op_of(*a, &mut slow)).collect();
-        OpList {
+        CompiledActions {
             ops,
             slow: slow.into(),
         }
@@ -61,51 +61,55 @@ impl OpList {
 /// without a specialised form becomes `Slow(0)`, to run with `slice::from_ref(&a)` as the
 /// slow list.
 #[inline(always)]
-pub(crate) fn op_for(a: Action) -> Op {
+pub(crate) fn compile_action(a: Action) -> CompiledAction {
     match a {
-        Action::Output { port, max_len } if port == port::CONTROLLER => Op::Controller(max_len),
-        Action::Output { port, .. } if port <= port::MAX => Op::Output(port),
-        Action::Output { port, .. } => Op::Reserved(port),
-        Action::Group(g) => Op::Group(g),
-        Action::SetQueue(q) => Op::SetQueue(q),
-        Action::SetField(Field::EthDst, v) => Op::SetEthDst(v.to_mac()),
-        Action::SetField(Field::EthSrc, v) => Op::SetEthSrc(v.to_mac()),
-        Action::SetField(Field::Ipv4Src, v) => Op::SetIpv4Src(v.0 as u32),
-        Action::SetField(Field::Ipv4Dst, v) => Op::SetIpv4Dst(v.0 as u32),
-        Action::DecNwTtl => Op::DecNwTtl,
-        _ => Op::Slow(0),
+        Action::Output { port, max_len } if port == port::CONTROLLER => {
+            CompiledAction::Controller(max_len)
+        }
+        Action::Output { port, .. } if port <= port::MAX => CompiledAction::Output(port),
+        Action::Output { port, .. } => CompiledAction::Reserved(port),
+        Action::Group(g) => CompiledAction::Group(g),
+        Action::SetQueue(q) => CompiledAction::SetQueue(q),
+        Action::SetField(Field::EthDst, v) => CompiledAction::SetEthDst(v.to_mac()),
+        Action::SetField(Field::EthSrc, v) => CompiledAction::SetEthSrc(v.to_mac()),
+        Action::SetField(Field::Ipv4Src, v) => CompiledAction::SetIpv4Src(v.0 as u32),
+        Action::SetField(Field::Ipv4Dst, v) => CompiledAction::SetIpv4Dst(v.0 as u32),
+        Action::DecNwTtl => CompiledAction::DecNwTtl,
+        _ => CompiledAction::Slow(0),
     }
 }
 
 /// The op for `a`, pushing it onto `slow` when it has no specialised form.
-fn op_of(a: Action, slow: &mut Vec<Action>) -> Op {
-    match (op_for(a), u16::try_from(slow.len())) {
-        (Op::Slow(_), Ok(i)) => {
+fn op_of(a: Action, slow: &mut Vec<Action>) -> CompiledAction {
+    match (compile_action(a), u16::try_from(slow.len())) {
+        (CompiledAction::Slow(_), Ok(i)) => {
             slow.push(a);
-            Op::Slow(i)
+            CompiledAction::Slow(i)
         }
         // More than 65535 unusual actions in one list cannot come from a 64 KiB message.
-        (Op::Slow(_), Err(_)) => Op::Reserved(port::ANY),
+        (CompiledAction::Slow(_), Err(_)) => CompiledAction::Reserved(port::ANY),
         (op, _) => op,
     }
 }
 
 /// The IR action an op stands for (`slow` is the list the op came from).
-pub(crate) fn action_of(op: Op, slow: &[Action]) -> Option<Action> {
+pub(crate) fn action_of(op: CompiledAction, slow: &[Action]) -> Option<Action> {
     Some(match op {
-        Op::Output(port) | Op::Reserved(port) => Action::Output { port, max_len: 0 },
-        Op::Controller(max_len) => Action::Output {
+        CompiledAction::Output(port) | CompiledAction::Reserved(port) => {
+            Action::Output { port, max_len: 0 }
+        }
+        CompiledAction::Controller(max_len) => Action::Output {
             port: port::CONTROLLER,
             max_len,
         },
-        Op::Group(g) => Action::Group(g),
-        Op::SetQueue(q) => Action::SetQueue(q),
-        Op::SetEthDst(mac) => Action::SetField(Field::EthDst, FieldValue::mac(mac)),
-        Op::SetEthSrc(mac) => Action::SetField(Field::EthSrc, FieldValue::mac(mac)),
-        Op::SetIpv4Src(a) => Action::SetField(Field::Ipv4Src, FieldValue::from(a)),
-        Op::SetIpv4Dst(a) => Action::SetField(Field::Ipv4Dst, FieldValue::from(a)),
-        Op::DecNwTtl => Action::DecNwTtl,
-        Op::Slow(i) => *slow.get(usize::from(i))?,
+        CompiledAction::Group(g) => Action::Group(g),
+        CompiledAction::SetQueue(q) => Action::SetQueue(q),
+        CompiledAction::SetEthDst(mac) => Action::SetField(Field::EthDst, FieldValue::mac(mac)),
+        CompiledAction::SetEthSrc(mac) => Action::SetField(Field::EthSrc, FieldValue::mac(mac)),
+        CompiledAction::SetIpv4Src(a) => Action::SetField(Field::Ipv4Src, FieldValue::from(a)),
+        CompiledAction::SetIpv4Dst(a) => Action::SetField(Field::Ipv4Dst, FieldValue::from(a)),
+        CompiledAction::DecNwTtl => Action::DecNwTtl,
+        CompiledAction::Slow(i) => *slow.get(usize::from(i))?,
     })
 }
 
@@ -132,8 +136,8 @@ pub(crate) struct InspStep {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Rare {
     /// All the ops, when there are more than fit inline.
-    ops: Box<[Op]>,
-    /// Actions without a specialised op, referred to by [`Op::Slow`].
+    ops: Box<[CompiledAction]>,
+    /// Actions without a specialised op, referred to by [`CompiledAction::Slow`].
     pub slow: Box<[Action]>,
     pub insp: Option<InspStep>,
     pub metadata: Option<(u64, u64)>,
@@ -166,7 +170,7 @@ pub(crate) struct Program {
     write_len: u16,
     /// The ops did not fit inline: they are in `rare`.
     spilled: bool,
-    /// Some op is [`Op::Slow`]: its action is in `rare`. (These flags keep a usual program
+    /// Some op is [`CompiledAction::Slow`]: its action is in `rare`. (These flags keep a usual program
     /// from loading `rare`, a line elsewhere.)
     has_slow: bool,
     /// The entry is a table-miss entry (priority 0, match-all), so a CONTROLLER output
@@ -175,7 +179,7 @@ pub(crate) struct Program {
     pub table_miss: bool,
     pub meter: u32,
     /// Apply-Actions followed by Write-Actions (sorted in action-set order), when they fit.
-    inline: [Op; INLINE],
+    inline: [CompiledAction; INLINE],
     rare: Option<Arc<Rare>>,
 }
 
@@ -183,22 +187,22 @@ const _: () = assert!(core::mem::size_of::<Program>() == 48);
 
 /// Collects ops inline while they fit, on the heap beyond (no allocation for short programs:
 /// compiling runs once per flow-mod).
-struct OpBuf {
-    inline: [Op; INLINE],
+struct ActionBuf {
+    inline: [CompiledAction; INLINE],
     len: usize,
-    heap: Vec<Op>,
+    heap: Vec<CompiledAction>,
 }
 
-impl OpBuf {
+impl ActionBuf {
     fn new() -> Self {
-        OpBuf {
-            inline: [Op::DecNwTtl; INLINE],
+        ActionBuf {
+            inline: [CompiledAction::DecNwTtl; INLINE],
             len: 0,
             heap: Vec::new(),
         }
     }
 
-    fn push(&mut self, op: Op) {
+    fn push(&mut self, op: CompiledAction) {
         if self.heap.is_empty() {
             if let Some(slot) = self.inline.get_mut(self.len) {
                 *slot = op;
@@ -226,12 +230,12 @@ impl Program {
             has_slow: false,
             table_miss: false,
             meter: 0,
-            inline: [Op::DecNwTtl; INLINE],
+            inline: [CompiledAction::DecNwTtl; INLINE],
             rare: None,
         };
         let mut rare = Rare::default();
         let mut slow = Vec::new();
-        let mut ops = OpBuf::new();
+        let mut ops = ActionBuf::new();
         for ins in instructions {
             match ins {
                 Instruction::GotoTable(t) if *t > table => p.goto = (*t).min(NO_GOTO - 1),
@@ -298,7 +302,7 @@ impl Program {
     }
 
     #[inline(always)]
-    fn all(&self) -> &[Op] {
+    fn all(&self) -> &[CompiledAction] {
         if self.spilled {
             self.rare.as_deref().map_or(&[], |r| &r.ops)
         } else {
@@ -308,20 +312,20 @@ impl Program {
 
     /// The Apply-Actions list, in order.
     #[inline(always)]
-    pub fn apply(&self) -> &[Op] {
+    pub fn apply(&self) -> &[CompiledAction] {
         self.all().get(..usize::from(self.apply_len)).unwrap_or(&[])
     }
 
     /// The Write-Actions, in action-set order.
     #[inline(always)]
-    pub fn write(&self) -> &[Op] {
+    pub fn write(&self) -> &[CompiledAction] {
         let start = usize::from(self.apply_len);
         self.all()
             .get(start..start + usize::from(self.write_len))
             .unwrap_or(&[])
     }
 
-    /// The IR actions of the program's [`Op::Slow`]s.
+    /// The IR actions of the program's [`CompiledAction::Slow`]s.
     #[inline(always)]
     pub fn slow(&self) -> &[Action] {
         if self.has_slow {
@@ -381,7 +385,7 @@ mod tests {
             Action::DecNwTtl,
             Action::PopVlan,
         ];
-        let list = OpList::compile(&actions);
+        let list = CompiledActions::compile(&actions);
         assert_eq!(list.slow.len(), 2, "set vlan_vid and pop_vlan have no op");
         let back: Vec<Action> = list
             .ops
@@ -425,7 +429,7 @@ mod tests {
                 .map(|port| Action::Output { port, max_len: 0 })
                 .collect();
             let p = Program::compile(&[Instruction::ApplyActions(apply)], 0);
-            let ports: Vec<Op> = (1..=n).map(Op::Output).collect();
+            let ports: Vec<CompiledAction> = (1..=n).map(CompiledAction::Output).collect();
             assert_eq!(p.apply(), ports.as_slice(), "{n} ops");
             assert_eq!(p.spilled, n as usize > INLINE, "{n} ops");
         }
@@ -443,8 +447,11 @@ mod tests {
             ],
             0,
         );
-        let ports: Vec<Op> = (1..=7).map(Op::Output).collect();
+        let ports: Vec<CompiledAction> = (1..=7).map(CompiledAction::Output).collect();
         assert_eq!(p.apply(), ports.as_slice());
-        assert_eq!(p.write(), &[Op::DecNwTtl, Op::Group(9)]);
+        assert_eq!(
+            p.write(),
+            &[CompiledAction::DecNwTtl, CompiledAction::Group(9)]
+        );
     }
 }

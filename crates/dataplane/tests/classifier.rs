@@ -2,7 +2,7 @@
 //! masks, random packets, inserts and removals; and the structure each kind of table gets.
 
 use dataplane::classifier::{Classifier, Kind};
-use dataplane::key::{Field, FieldValue, FlowKey, Match};
+use dataplane::key::{Field, FieldValue, FlowKey, FlowMatch};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -16,8 +16,8 @@ struct RuleSpec {
 }
 
 impl RuleSpec {
-    fn to_match(&self) -> Match {
-        let mut m = Match::any();
+    fn to_match(&self) -> FlowMatch {
+        let mut m = FlowMatch::any();
         if let Some(p) = self.in_port {
             m.set(Field::InPort, FieldValue::from(p), None);
         }
@@ -95,7 +95,7 @@ fn packet() -> impl Strategy<Value = FlowKey> {
 }
 
 /// Highest priority of any live rule matching `k`.
-fn reference(rules: &[(u64, u16, Match)], k: &FlowKey) -> Option<u16> {
+fn reference(rules: &[(u64, u16, FlowMatch)], k: &FlowKey) -> Option<u16> {
     rules
         .iter()
         .filter(|(_, _, m)| m.matches(k))
@@ -105,7 +105,7 @@ fn reference(rules: &[(u64, u16, Match)], k: &FlowKey) -> Option<u16> {
 
 fn check(
     c: &Classifier<u64>,
-    live: &[(u64, u16, Match)],
+    live: &[(u64, u16, FlowMatch)],
     packets: &[FlowKey],
 ) -> Result<(), TestCaseError> {
     for k in packets {
@@ -194,7 +194,7 @@ proptest! {
         packets in prop::collection::vec(packet(), 1..60),
     ) {
         let mut c: Classifier<_> = Classifier::default();
-        let mut live: Vec<(u64, u16, Match)> = Vec::new();
+        let mut live: Vec<(u64, u16, FlowMatch)> = Vec::new();
         for (id, (a, len)) in routes.iter().enumerate() {
             let spec = RuleSpec { priority: 100 + u16::from(*len), in_port: None, eth_type: Some(0x0800), dst: Some((*a, *len)), src: None, tp_dst: None };
             let m = spec.to_match();
@@ -204,8 +204,8 @@ proptest! {
         // A table-miss style rule beside the routes, below, among or above their priorities.
         if let Some(priority) = catch_all {
             let id = routes.len() as u64;
-            c.insert(id, priority, &Match::any(), id);
-            live.push((id, priority, Match::any()));
+            c.insert(id, priority, &FlowMatch::any(), id);
+            live.push((id, priority, FlowMatch::any()));
         }
         let lengths: std::collections::BTreeSet<u8> = routes.iter().map(|r| r.1).collect();
         if lengths.len() >= 2 {
@@ -223,8 +223,8 @@ proptest! {
     }
 }
 
-fn mac_rule(i: u32) -> Match {
-    let mut m = Match::any();
+fn mac_rule(i: u32) -> FlowMatch {
+    let mut m = FlowMatch::any();
     let b = i.to_be_bytes();
     m.set(
         Field::EthDst,
@@ -293,7 +293,7 @@ fn kept_values_stay_with_their_rules() {
 #[test]
 fn narrow_field_table_is_direct_indexed() {
     let port_rule = |p: u32| {
-        let mut m = Match::any();
+        let mut m = FlowMatch::any();
         m.set(Field::InPort, FieldValue::from(p), None);
         m
     };
@@ -302,7 +302,7 @@ fn narrow_field_table_is_direct_indexed() {
         c.insert(u64::from(p), 10, &port_rule(p), p);
     }
     assert_eq!(c.kind(), Kind::Direct);
-    c.insert(100, 0, &Match::any(), 100);
+    c.insert(100, 0, &FlowMatch::any(), 100);
     assert_eq!(c.kind(), Kind::Direct);
     // A higher-priority duplicate of port 7 and a lower-priority one of port 8.
     c.insert(107, 20, &port_rule(7), 107);
@@ -332,7 +332,7 @@ fn narrow_field_table_is_direct_indexed() {
         assert_eq!(one.map(|r| *r.payload), Some(expect(k.in_port)));
     }
     // A catch-all above the rules takes everything: no longer a tuple with a catch-all below.
-    c.insert(101, 30, &Match::any(), 101);
+    c.insert(101, 30, &FlowMatch::any(), 101);
     assert_eq!(c.kind(), Kind::TupleSpace);
     c.remove(101);
     assert_eq!(c.kind(), Kind::Direct);
@@ -366,7 +366,7 @@ fn kind_follows_contents() {
     c.insert(2, 16, &route(0x0a00_0000, 16), 2);
     assert_eq!(c.kind(), Kind::Lpm);
     // A catch-all below the routes keeps the LPM family, probed first.
-    c.insert(3, 0, &Match::any(), 3);
+    c.insert(3, 0, &FlowMatch::any(), 3);
     assert_eq!(c.kind(), Kind::Lpm);
     let k = FlowKey {
         eth_type: 0x0800,
@@ -417,7 +417,7 @@ fn batch_lookup_equals_single_lookup() {
     for i in 0..300u32 {
         c.insert(u64::from(i), (i % 7) as u16, &mac_rule(i % 150), i);
     }
-    c.insert(1000, 3, &Match::any(), 1000);
+    c.insert(1000, 3, &FlowMatch::any(), 1000);
     let keys: Vec<FlowKey> = (0..200u32)
         .map(|i| {
             let b = i.to_be_bytes();
@@ -474,8 +474,8 @@ fn batch_lookup_agrees_with_linear_scan_at_every_size() {
             c.insert(u64::from(i), priority, &m, i);
             installed.push((priority, m));
         }
-        c.insert(u64::from(rules), catch_all, &Match::any(), rules);
-        installed.push((catch_all, Match::any()));
+        c.insert(u64::from(rules), catch_all, &FlowMatch::any(), rules);
+        installed.push((catch_all, FlowMatch::any()));
         let keys: Vec<FlowKey> = (0..rules)
             .step_by(3)
             .map(|i| {
@@ -515,7 +515,7 @@ fn batch_lookup_agrees_with_linear_scan_at_every_size() {
 #[test]
 fn subtables_keyed_on_in_port_are_skipped_for_other_ports() {
     let rule = |p: u32, ty: Option<u16>| {
-        let mut m = Match::any();
+        let mut m = FlowMatch::any();
         m.set(Field::InPort, FieldValue::from(p), None);
         if let Some(t) = ty {
             m.set(Field::EthType, FieldValue::from(t), None);
@@ -525,7 +525,7 @@ fn subtables_keyed_on_in_port_are_skipped_for_other_ports() {
     let mut c: Classifier<_> = Classifier::default();
     c.insert(1, 10, &rule(1, Some(0x0800)), 1);
     c.insert(2, 10, &rule(2, None), 2);
-    c.insert(3, 0, &Match::any(), 3);
+    c.insert(3, 0, &FlowMatch::any(), 3);
     // Port 65 shares port 1's bucket of the 64-bucket filter: the probe decides.
     c.insert(65, 10, &rule(65, Some(0x0806)), 65);
     assert_eq!(c.kind(), Kind::TupleSpace);
@@ -567,7 +567,7 @@ fn subtables_keyed_on_in_port_are_skipped_for_other_ports() {
 #[test]
 fn a_lane_every_rule_shares_turns_other_keys_away_until_a_rule_differs() {
     let acl = |dst: u32, port: u16| {
-        let mut m = Match::any();
+        let mut m = FlowMatch::any();
         m.set(Field::EthType, FieldValue::from(0x0800u16), None);
         m.set(Field::IpProto, FieldValue::from(6u8), None);
         m.set(Field::Ipv4Dst, FieldValue::from(dst), None);

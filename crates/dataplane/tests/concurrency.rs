@@ -4,13 +4,13 @@
 mod common;
 use common::*;
 use dataplane::batch::PacketBatch;
-use dataplane::datapath::{FlowId, Op};
-use dataplane::key::{Field, FieldValue, Match};
+use dataplane::key::{Field, FieldValue, FlowMatch};
+use dataplane::model::{FlowId, Op, OpSink};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-fn dst_match(i: u32) -> Match {
-    let mut m = Match::any();
+fn dst_match(i: u32) -> FlowMatch {
+    let mut m = FlowMatch::any();
     m.set(Field::EthType, FieldValue::from(0x0800u16), None);
     m.set(Field::Ipv4Dst, FieldValue::from(0x0a00_0000 | i), None);
     m
@@ -19,7 +19,7 @@ fn dst_match(i: u32) -> Match {
 #[test]
 fn readers_run_while_the_writer_publishes() {
     let (mut w, factory) = datapath_readers(3);
-    let counters = add_flow(&mut w, 0, 1, 0, Match::any(), vec![apply(vec![out(2)])]);
+    let counters = add_flow(&mut w, 0, 1, 0, FlowMatch::any(), vec![apply(vec![out(2)])]);
     w.publish();
     let stop = Arc::new(AtomicBool::new(false));
     let sent = Arc::new(AtomicU64::new(0));

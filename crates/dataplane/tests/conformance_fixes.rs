@@ -6,9 +6,10 @@ mod common;
 use common::*;
 use dataplane::checksum;
 use dataplane::counters::GroupCounters;
-use dataplane::datapath::{Bucket, DatapathReader, DatapathWriter, Group, GroupType, Op};
+use dataplane::datapath::{DatapathReader, DatapathWriter};
 use dataplane::ir::{port, Action, Instruction, GROUP_ANY};
-use dataplane::key::{Field, FieldValue, Match};
+use dataplane::key::{Field, FieldValue, FlowMatch};
+use dataplane::model::{Group, GroupBucket, GroupType, Op, OpSink};
 
 fn hex(s: &str) -> Vec<u8> {
     assert!(s.len().is_multiple_of(2), "odd hex length");
@@ -24,7 +25,7 @@ fn set(field: Field, value: u128) -> Action {
 
 /// The frame that leaves on port 2 when `ingress` enters on port 1 of a switch with `flows`
 /// (table, match, instructions).
-fn egress(flows: Vec<(u8, Match, Vec<Instruction>)>, ingress: &str) -> Vec<u8> {
+fn egress(flows: Vec<(u8, FlowMatch, Vec<Instruction>)>, ingress: &str) -> Vec<u8> {
     let (mut w, mut r) = datapath(3);
     for (i, (table, m, ins)) in flows.into_iter().enumerate() {
         add_flow(&mut w, table, i as u64 + 1, 10, m, ins);
@@ -40,17 +41,21 @@ fn egress(flows: Vec<(u8, Match, Vec<Instruction>)>, ingress: &str) -> Vec<u8> {
 }
 
 /// One table: `m` → apply `actions` then output:2.
-fn one_table(m: Match, mut actions: Vec<Action>) -> Vec<(u8, Match, Vec<Instruction>)> {
+fn one_table(m: FlowMatch, mut actions: Vec<Action>) -> Vec<(u8, FlowMatch, Vec<Instruction>)> {
     actions.push(out(2));
     vec![(0, m, vec![apply(actions)])]
 }
 
 /// Table 0 pops a header (`pop`) and goes to table 1, which matches `m` and applies
 /// `actions` then output:2 (the os-ken "pop then match the inner packet" cases).
-fn after_pop(pop: Action, m: Match, actions: Vec<Action>) -> Vec<(u8, Match, Vec<Instruction>)> {
+fn after_pop(
+    pop: Action,
+    m: FlowMatch,
+    actions: Vec<Action>,
+) -> Vec<(u8, FlowMatch, Vec<Instruction>)> {
     let mut flows = vec![(
         0,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![pop]), Instruction::GotoTable(1)],
     )];
     let (_, m, ins) = one_table(m, actions).remove(0);
@@ -319,7 +324,7 @@ fn pop_vlan_of_a_minimum_frame_stays_at_the_minimum() {
     let mut ingress = hex(&tagged);
     ingress.resize(60, 0);
     let out = egress(
-        one_table(Match::any(), vec![Action::PopVlan]),
+        one_table(FlowMatch::any(), vec![Action::PopVlan]),
         &to_hex(&ingress),
     );
     assert_eq!(out.len(), 60);
@@ -358,8 +363,8 @@ fn random_bytes<const N: usize>(state: &mut u64) -> [u8; N] {
     out
 }
 
-fn bucket(weight: u16, port_no: u32) -> Bucket {
-    Bucket {
+fn bucket(weight: u16, port_no: u32) -> GroupBucket {
+    GroupBucket {
         weight,
         watch_port: port::ANY,
         watch_group: GROUP_ANY,

@@ -5,15 +5,16 @@ mod common;
 use common::*;
 use dataplane::batch::PacketBatch;
 use dataplane::counters::GroupCounters;
-use dataplane::datapath::{Bucket, DatapathReader, DatapathWriter, Group, GroupType, Op, PortInfo};
+use dataplane::datapath::{DatapathReader, DatapathWriter};
 use dataplane::ir::{port, Action, Instruction, GROUP_ANY};
-use dataplane::key::{Field, FieldValue, Match};
+use dataplane::key::{Field, FieldValue, FlowMatch};
 use dataplane::meter::{flags, Band, BandKind, Meter, MeterConfig};
+use dataplane::model::{Group, GroupBucket, GroupType, Op, OpSink, PortInfo};
 use dataplane::template::{CopyOp, PacketTemplate};
 use std::sync::Arc;
 
-fn bucket(weight: u16, watch_port: u32, watch_group: u32, actions: Vec<Action>) -> Bucket {
-    Bucket {
+fn bucket(weight: u16, watch_port: u32, watch_group: u32, actions: Vec<Action>) -> GroupBucket {
+    GroupBucket {
         weight,
         watch_port,
         watch_group,
@@ -21,7 +22,7 @@ fn bucket(weight: u16, watch_port: u32, watch_group: u32, actions: Vec<Action>) 
     }
 }
 
-fn group(kind: GroupType, buckets: Vec<Bucket>) -> Group {
+fn group(kind: GroupType, buckets: Vec<GroupBucket>) -> Group {
     let counters = GroupCounters::new(buckets.len());
     Group {
         kind,
@@ -36,7 +37,7 @@ fn to_group(w: &mut DatapathWriter, id: u32) {
         0,
         1,
         1,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![Action::Group(id)])],
     );
 }
@@ -110,6 +111,7 @@ fn select_skips_dead_buckets() {
     to_group(&mut w, 1);
     w.apply(Op::SetPort {
         port_no: 2,
+        counters: w.port_counters(2).unwrap_or_default(),
         info: PortInfo {
             live: false,
             ..PortInfo::default()
@@ -153,6 +155,7 @@ fn fast_failover_follows_port_and_group_liveness() {
     assert_eq!(port_of(&mut r, flow_pkt(1)), vec![2]);
     w.apply(Op::SetPort {
         port_no: 2,
+        counters: w.port_counters(2).unwrap_or_default(),
         info: PortInfo {
             live: false,
             ..PortInfo::default()
@@ -166,6 +169,7 @@ fn fast_failover_follows_port_and_group_liveness() {
     );
     w.apply(Op::SetPort {
         port_no: 4,
+        counters: w.port_counters(4).unwrap_or_default(),
         info: PortInfo {
             live: false,
             ..PortInfo::default()
@@ -178,6 +182,7 @@ fn fast_failover_follows_port_and_group_liveness() {
     );
     w.apply(Op::SetPort {
         port_no: 2,
+        counters: w.port_counters(2).unwrap_or_default(),
         info: PortInfo {
             live: true,
             ..PortInfo::default()
@@ -228,7 +233,7 @@ fn all_clones_per_bucket_chains_and_counts() {
         0,
         1,
         1,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![Action::Group(1), out(5)])],
     );
     w.publish();
@@ -253,7 +258,7 @@ fn pkt80() -> Vec<u8> {
 /// A datapath whose one flow, matching `flow_match`, goes through meter 1 (one band of
 /// `kind` at 1000 pkt/s with a burst of 10) and out port 2, published. Keep the writer: the
 /// readers lose their snapshot when it is dropped.
-fn metered_flow(kind: BandKind, flow_match: Match) -> (DatapathWriter, DatapathReader) {
+fn metered_flow(kind: BandKind, flow_match: FlowMatch) -> (DatapathWriter, DatapathReader) {
     let (mut w, r) = datapath(4);
     let config = MeterConfig {
         flags: flags::PKTPS | flags::BURST,
@@ -281,7 +286,7 @@ fn metered_flow(kind: BandKind, flow_match: Match) -> (DatapathWriter, DatapathR
 
 #[test]
 fn meter_drop_band_limits_the_rate() {
-    let (_writer, mut r) = metered_flow(BandKind::Drop, Match::any());
+    let (_writer, mut r) = metered_flow(BandKind::Drop, FlowMatch::any());
     // 200 packets at one instant: only the burst passes.
     let burst: Vec<_> = (0..200).map(|_| (1, pkt80())).collect();
     let passed: usize = burst
@@ -333,7 +338,7 @@ fn insp_generates_a_packet_and_the_trigger_continues() {
         0,
         1,
         1,
-        Match::any(),
+        FlowMatch::any(),
         vec![
             Instruction::Insp {
                 template_id: 5,
@@ -375,7 +380,7 @@ fn insp_output_table_reenters_the_pipeline() {
         0,
         2,
         1,
-        Match::any(),
+        FlowMatch::any(),
         vec![Instruction::Insp {
             template_id: 5,
             actions: vec![out(port::TABLE)],
@@ -394,7 +399,7 @@ fn insp_with_a_missing_template_generates_nothing() {
         0,
         1,
         1,
-        Match::any(),
+        FlowMatch::any(),
         vec![
             Instruction::Insp {
                 template_id: 77,
@@ -422,7 +427,7 @@ fn normal_floods_unknown_then_forwards_learned_never_to_ingress() {
         0,
         1,
         1,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![out(port::NORMAL)])],
     );
     w.publish();
@@ -440,7 +445,7 @@ fn normal_floods_unknown_then_forwards_learned_never_to_ingress() {
 fn standalone_normal_bypasses_the_tables_and_counts_ports() {
     let (mut w, mut r) = datapath(4);
     // A drop-everything table: process_normal must not consult it.
-    add_flow(&mut w, 0, 1, 1, Match::any(), vec![]);
+    add_flow(&mut w, 0, 1, 1, FlowMatch::any(), vec![]);
     w.publish();
     let normal = |r: &mut DatapathReader, frames: &[(u32, Vec<u8>)]| {
         let mut batch = PacketBatch::new(frames.len(), 2048);

@@ -4,10 +4,11 @@
 mod common;
 use common::*;
 use dataplane::batch::{PacketInReason, NO_BUFFER};
-use dataplane::datapath::{DatapathReader, DatapathWriter, FlowId, Op, PortConfig, PortInfo};
+use dataplane::datapath::{DatapathReader, DatapathWriter};
 use dataplane::ir::{port, Action, Instruction};
 use dataplane::isa::Isa;
-use dataplane::key::{Field, FieldValue, Match};
+use dataplane::key::{Field, FieldValue, FlowMatch};
+use dataplane::model::{FlowId, Op, OpSink, PortAdmin, PortInfo, SwitchFlags};
 use std::sync::atomic::Ordering::Relaxed;
 
 const SRC: u32 = 0x0a00_0001;
@@ -27,7 +28,7 @@ fn action_set_runs_in_spec_order_whatever_the_write_order() {
         0,
         1,
         10,
-        Match::any(),
+        FlowMatch::any(),
         vec![Instruction::WriteActions(vec![
             out(2),
             Action::SetField(Field::Ipv4Dst, FieldValue::from(0x0b00_0009u32)),
@@ -69,8 +70,8 @@ fn action_sets_follow_write_actions_as_flows_come_and_go() {
         w.publish();
     };
     let ports = |r: &mut dataplane::datapath::DatapathReader| send(r, 1, &[(1, pkt())]).ports();
-    add_flow(&mut w, 0, 1, 10, Match::any(), write_goto(2));
-    add_flow(&mut w, 1, 2, 0, Match::any(), vec![apply(vec![])]);
+    add_flow(&mut w, 0, 1, 10, FlowMatch::any(), write_goto(2));
+    add_flow(&mut w, 1, 2, 0, FlowMatch::any(), vec![apply(vec![])]);
     w.publish();
     assert_eq!(
         ports(&mut r),
@@ -86,7 +87,7 @@ fn action_sets_follow_write_actions_as_flows_come_and_go() {
     replace(&mut w, 0, 1, write_goto(3));
     assert_eq!(ports(&mut r), [3]);
     let write = |port| vec![Instruction::WriteActions(vec![out(port)])];
-    add_flow(&mut w, 1, 3, 5, Match::any(), write(4));
+    add_flow(&mut w, 1, 3, 5, FlowMatch::any(), write(4));
     w.publish();
     assert_eq!(ports(&mut r), [4], "the later write replaces the output");
     remove(&mut w, 0, 1);
@@ -95,17 +96,17 @@ fn action_sets_follow_write_actions_as_flows_come_and_go() {
         0,
         5,
         10,
-        Match::any(),
+        FlowMatch::any(),
         vec![Instruction::GotoTable(1)],
     );
     w.publish();
     assert_eq!(ports(&mut r), [4], "a flow of table 1 still writes");
     remove(&mut w, 1, 3);
     assert_eq!(ports(&mut r), [] as [u32; 0]);
-    add_flow(&mut w, 1, 2, 0, Match::any(), write(2));
+    add_flow(&mut w, 1, 2, 0, FlowMatch::any(), write(2));
     w.publish();
     assert_eq!(ports(&mut r), [2], "a flow replaced by one that writes");
-    add_flow(&mut w, 1, 2, 0, Match::any(), vec![apply(vec![])]);
+    add_flow(&mut w, 1, 2, 0, FlowMatch::any(), vec![apply(vec![])]);
     w.publish();
     assert_eq!(ports(&mut r), [] as [u32; 0], "and back");
 }
@@ -126,7 +127,7 @@ fn apply_actions_run_in_list_order_and_output_the_packet_as_it_is_then() {
         0,
         1,
         10,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![
             out(2),
             Action::SetField(Field::UdpDst, FieldValue::from(53u16)),
@@ -149,7 +150,7 @@ fn clear_actions_empties_the_set_and_group_overrides_output() {
         0,
         1,
         10,
-        Match::any(),
+        FlowMatch::any(),
         vec![
             Instruction::WriteActions(vec![out(2)]),
             Instruction::GotoTable(1),
@@ -160,7 +161,7 @@ fn clear_actions_empties_the_set_and_group_overrides_output() {
         1,
         2,
         10,
-        Match::any(),
+        FlowMatch::any(),
         vec![
             Instruction::ClearActions,
             Instruction::WriteActions(vec![out(3)]),
@@ -178,7 +179,7 @@ fn clear_actions_empties_the_set_and_group_overrides_output() {
         1,
         2,
         10,
-        Match::any(),
+        FlowMatch::any(),
         vec![Instruction::WriteActions(vec![out(3), Action::Group(7)])],
     );
     w.publish();
@@ -189,10 +190,10 @@ fn clear_actions_empties_the_set_and_group_overrides_output() {
     );
 }
 
-fn indirect(p: u32) -> dataplane::datapath::Group {
-    dataplane::datapath::Group {
-        kind: dataplane::datapath::GroupType::Indirect,
-        buckets: vec![dataplane::datapath::Bucket {
+fn indirect(p: u32) -> dataplane::model::Group {
+    dataplane::model::Group {
+        kind: dataplane::model::GroupType::Indirect,
+        buckets: vec![dataplane::model::GroupBucket {
             weight: 0,
             watch_port: port::ANY,
             watch_group: dataplane::ir::GROUP_ANY,
@@ -206,7 +207,7 @@ fn indirect(p: u32) -> dataplane::datapath::Group {
 fn every_packet_of_a_large_batch_is_processed_in_order() {
     // The pipeline works in windows of 256 packets; batches at, around and across that size.
     let (mut w, mut r) = datapath(2);
-    add_flow(&mut w, 0, 1, 1, Match::any(), vec![apply(vec![out(2)])]);
+    add_flow(&mut w, 0, 1, 1, FlowMatch::any(), vec![apply(vec![out(2)])]);
     w.publish();
     for n in [255, 256, 257, 300, 512, 513] {
         let frames: Vec<(u32, Vec<u8>)> = (0..n)
@@ -227,8 +228,8 @@ fn every_instruction_set_copy_of_the_pipeline_forwards_alike() {
     let goto = |t| vec![Instruction::GotoTable(t)];
     add_flow(&mut w, 0, 1, 1, m(&[(Field::InPort, 1)]), goto(1));
     add_flow(&mut w, 0, 4, 1, m(&[(Field::InPort, 2)]), goto(2));
-    add_flow(&mut w, 1, 2, 0, Match::any(), goto(2));
-    add_flow(&mut w, 2, 3, 0, Match::any(), vec![apply(vec![out(4)])]);
+    add_flow(&mut w, 1, 2, 0, FlowMatch::any(), goto(2));
+    add_flow(&mut w, 2, 3, 0, FlowMatch::any(), vec![apply(vec![out(4)])]);
     for i in 0..64u32 {
         let dst = m(&[
             (Field::EthType, 0x0800),
@@ -295,7 +296,7 @@ fn every_instruction_set_copy_of_the_pipeline_forwards_alike() {
 #[test]
 fn priorities_and_overlapping_matches() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 1, Match::any(), vec![apply(vec![out(2)])]);
+    add_flow(&mut w, 0, 1, 1, FlowMatch::any(), vec![apply(vec![out(2)])]);
     add_flow(
         &mut w,
         0,
@@ -336,7 +337,7 @@ fn goto_and_metadata_reach_later_tables() {
         0,
         1,
         1,
-        Match::any(),
+        FlowMatch::any(),
         vec![
             Instruction::WriteMetadata {
                 value: 0xab00,
@@ -353,7 +354,7 @@ fn goto_and_metadata_reach_later_tables() {
         m(&[(Field::Metadata, 0xab00)]),
         vec![apply(vec![out(2)])],
     );
-    add_flow(&mut w, 5, 3, 0, Match::any(), vec![apply(vec![out(3)])]);
+    add_flow(&mut w, 5, 3, 0, FlowMatch::any(), vec![apply(vec![out(3)])]);
     w.publish();
     assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![2]);
 }
@@ -377,7 +378,7 @@ fn table_miss_drops_without_an_entry_and_reports_no_match_with_one() {
         0,
         9,
         0,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![Action::Output {
             port: port::CONTROLLER,
             max_len: 32,
@@ -414,7 +415,7 @@ fn controller_action_with_no_buffer_sends_everything() {
         0,
         1,
         5,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![Action::Output {
             port: port::CONTROLLER,
             max_len: 0xffff,
@@ -437,11 +438,12 @@ fn flood_and_all_never_return_to_the_ingress_port() {
     let (mut w, mut r) = datapath(4);
     w.apply(Op::SetPort {
         port_no: 4,
+        counters: w.port_counters(4).unwrap_or_default(),
         info: PortInfo {
             live: true,
-            config: PortConfig {
+            config: PortAdmin {
                 no_fwd: true,
-                ..PortConfig::default()
+                ..PortAdmin::default()
             },
             vlan_mode: None,
         },
@@ -488,18 +490,18 @@ fn ttl_expiry_goes_to_the_controller_only_when_configured() {
         0,
         1,
         5,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![Action::DecNwTtl, out(2)])],
     );
     w.publish();
     let expiring = udp4(SRC, DST, 1, 2, 1, 64);
     let rec = send(&mut r, 1, &[(1, expiring.clone())]);
     assert!(rec.out.is_empty() && rec.pin.is_empty());
-    w.apply(Op::SetSwitchConfig {
+    w.apply(Op::SetSwitchFlags(SwitchFlags {
         miss_send_len: 128,
         invalid_ttl_to_controller: true,
         frag: Default::default(),
-    });
+    }));
     w.publish();
     let rec = send(&mut r, 1, &[(1, expiring), (1, pkt())]);
     assert_eq!(rec.pin.len(), 1);
@@ -530,7 +532,7 @@ fn packet_out_outputs_and_table_runs_the_pipeline() {
 #[test]
 fn counters_count_flows_tables_and_ports() {
     let (mut w, mut r) = datapath(4);
-    let c = add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![out(2)])]);
+    let c = add_flow(&mut w, 0, 1, 5, FlowMatch::any(), vec![apply(vec![out(2)])]);
     w.publish();
     send(
         &mut r,
@@ -550,11 +552,12 @@ fn outputs_are_counted_as_each_port_stands_at_the_time() {
     let set_port = |w: &mut DatapathWriter, port_no: u32, down: bool| {
         w.apply(Op::SetPort {
             port_no,
+            counters: w.port_counters(port_no).unwrap_or_default(),
             info: PortInfo {
                 live: true,
-                config: PortConfig {
+                config: PortAdmin {
                     down,
-                    ..PortConfig::default()
+                    ..PortAdmin::default()
                 },
                 vlan_mode: None,
             },
@@ -567,7 +570,7 @@ fn outputs_are_counted_as_each_port_stands_at_the_time() {
         0,
         1,
         5,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![out(2), out(70_000), out(7)])],
     );
     w.publish();
@@ -601,7 +604,7 @@ fn outputs_are_counted_as_each_port_stands_at_the_time() {
 #[test]
 fn ops_are_invisible_until_publish() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![out(2)])]);
+    add_flow(&mut w, 0, 1, 5, FlowMatch::any(), vec![apply(vec![out(2)])]);
     assert!(send(&mut r, 1, &[(1, pkt())]).out.is_empty());
     w.publish();
     assert_eq!(send(&mut r, 1, &[(1, pkt())]).ports(), vec![2]);
@@ -667,7 +670,7 @@ fn set_queue_reaches_the_sink() {
         0,
         1,
         5,
-        Match::any(),
+        FlowMatch::any(),
         vec![apply(vec![Action::SetQueue(3), out(2)])],
     );
     w.publish();
@@ -678,7 +681,7 @@ fn set_queue_reaches_the_sink() {
 #[test]
 fn malformed_packets_are_counted_and_dropped() {
     let (mut w, mut r) = datapath(4);
-    add_flow(&mut w, 0, 1, 5, Match::any(), vec![apply(vec![out(2)])]);
+    add_flow(&mut w, 0, 1, 5, FlowMatch::any(), vec![apply(vec![out(2)])]);
     add_flow(
         &mut w,
         0,
@@ -804,7 +807,14 @@ fn an_in_port_table_zero_sends_each_port_its_own_way() {
         m(&[(Field::InPort, 2)]),
         vec![apply(vec![out(4)])],
     );
-    let next = add_flow(&mut w, 3, 3, 10, Match::any(), vec![apply(vec![out(2)])]);
+    let next = add_flow(
+        &mut w,
+        3,
+        3,
+        10,
+        FlowMatch::any(),
+        vec![apply(vec![out(2)])],
+    );
     w.publish();
     let frames: Vec<(u32, Vec<u8>)> = [1, 2, 1, 3, 1, 2].iter().map(|&p| (p, pkt())).collect();
     let rec = send(&mut r, 5, &frames);
@@ -840,7 +850,7 @@ fn a_batch_spread_over_many_tables_reaches_each_table_whole() {
             10 + t,
             100 + u64::from(t),
             10,
-            Match::any(),
+            FlowMatch::any(),
             vec![apply(vec![
                 Action::SetField(Field::EthSrc, FieldValue::mac([2, 0, 0, 0, 0, t])),
                 out(u32::from(t)),
@@ -893,8 +903,22 @@ fn an_in_port_table_zero_counts_every_port_across_windows() {
             vec![Instruction::GotoTable(table)],
         ));
     }
-    let at3 = add_flow(&mut w, 3, 10, 10, Match::any(), vec![apply(vec![out(66)])]);
-    let at4 = add_flow(&mut w, 4, 11, 10, Match::any(), vec![apply(vec![out(5)])]);
+    let at3 = add_flow(
+        &mut w,
+        3,
+        10,
+        10,
+        FlowMatch::any(),
+        vec![apply(vec![out(66)])],
+    );
+    let at4 = add_flow(
+        &mut w,
+        4,
+        11,
+        10,
+        FlowMatch::any(),
+        vec![apply(vec![out(5)])],
+    );
     w.publish();
     let ports = [1u32, 65, 1, 65, 2, 65];
     let frames: Vec<(u32, Vec<u8>)> = (0..600).map(|k| (ports[k % ports.len()], pkt())).collect();

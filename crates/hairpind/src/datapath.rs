@@ -60,14 +60,14 @@ fn packet_in_match(ev: &PacketInEvent<'_>) -> Match {
 pub struct PortSet {
     ports: Vec<(u32, AnyPort)>,
     /// Socket counters as last reported to the switch core, per entry of `ports`.
-    reported: Vec<ports::PortCounters>,
+    reported: Vec<ports::SocketCounters>,
     /// Debug captures (`--pcap`): every frame received or sent on the port, per entry.
     captures: Vec<Option<PcapWriter>>,
 }
 
 impl PortSet {
     pub fn new(ports: Vec<(u32, AnyPort)>) -> Self {
-        let reported = vec![ports::PortCounters::default(); ports.len()];
+        let reported = vec![ports::SocketCounters::default(); ports.len()];
         let captures = ports.iter().map(|_| None).collect();
         Self {
             ports,
@@ -124,7 +124,7 @@ impl PortSet {
     /// Adds a port (the LOCAL TAP device).
     pub fn push(&mut self, port_no: u32, port: AnyPort) {
         self.ports.push((port_no, port));
-        self.reported.push(ports::PortCounters::default());
+        self.reported.push(ports::SocketCounters::default());
         self.captures.push(None);
     }
 

@@ -43,13 +43,15 @@ fn run(settings: Settings) -> std::io::Result<()> {
     let dp_config = DatapathConfig::default();
     let (writer, readers) = dataplane::datapath::new(dp_config.clone());
     let (jobs_tx, jobs_rx) = sync_channel(datapath::PACKET_OUT_QUEUE);
+    let shared = std::sync::Arc::clone(writer.shared());
     let switch = Switch::new(
         SwitchSettings {
             datapath_id: settings.datapath_id,
             n_tables: dp_config.n_tables,
             n_buffers: dp_config.buffer_slots as u32,
         },
-        writer,
+        Box::new(writer),
+        shared,
         Box::new(datapath::PacketOutSender(jobs_tx)),
     );
     let agent = Agent::new(switch, AgentConfig::default());

@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 
 use common::{is_root, Netns};
 use harness::{generate, kernel_rx, pin_to_cpu, thread_cpu, BURST};
-use ports::{AfPacketPort, PortCounters, PortOptions, RingKind};
+use ports::{AfPacketPort, PortOptions, RingKind, SocketCounters};
 
 fn forward(
     mut rx: AfPacketPort,
     mut tx: AfPacketPort,
     stop: Arc<AtomicBool>,
-) -> (PortCounters, PortCounters, (f64, f64)) {
+) -> (SocketCounters, SocketCounters, (f64, f64)) {
     pin_to_cpu(1);
     let mut scratch = vec![0u8; 65_536];
     while !stop.load(Ordering::Relaxed) {

@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 
 use common::{is_root, Netns};
 use harness::{generate, kernel_rx, pin_to_cpu, thread_cpu, BURST};
-use ports::{AfPacketPort, PacketPort, PortCounters, PortOptions, XdpOptions, XdpPort};
+use ports::{AfPacketPort, PacketPort, PortOptions, SocketCounters, XdpOptions, XdpPort};
 
 fn forward<P: PacketPort>(
     mut rx: P,
     mut tx: P,
     stop: Arc<AtomicBool>,
-) -> (PortCounters, PortCounters, (f64, f64)) {
+) -> (SocketCounters, SocketCounters, (f64, f64)) {
     pin_to_cpu(1);
     let pass = |rx: &mut P, tx: &mut P| {
         let n = rx.recv_burst(BURST, |frame| {

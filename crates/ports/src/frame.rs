@@ -58,9 +58,9 @@ impl RxFrame<'_> {
     }
 }
 
-/// Per-port counters, in the shape of OpenFlow port statistics.
+/// One socket's counters, in the shape of OpenFlow port statistics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PortCounters {
+pub struct SocketCounters {
     pub rx_packets: u64,
     pub rx_bytes: u64,
     /// Frames lost on receive: the kernel's ring-full drops plus malformed ring entries.

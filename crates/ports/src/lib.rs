@@ -16,15 +16,15 @@ mod afpacket;
 mod frame;
 mod iface;
 mod link;
-mod offload;
 mod pcap;
 mod port;
 mod sys;
 mod tap;
+mod vnet;
 mod xdp;
 
 pub use afpacket::{AfPacketPort, PortOptions, RingKind};
-pub use frame::{PortCounters, RxFrame, VlanTag, ETH_HEADER_LEN, VLAN_TAG_LEN};
+pub use frame::{RxFrame, SocketCounters, VlanTag, ETH_HEADER_LEN, VLAN_TAG_LEN};
 pub use link::{link_info, set_link_up, LinkChange, LinkEvent, LinkInfo, LinkMonitor};
 pub use pcap::{PcapReader, PcapRecord, PcapWriter, TimestampPrecision};
 pub use port::{AnyPort, PacketPort};

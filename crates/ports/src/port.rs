@@ -3,7 +3,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::frame::{PortCounters, RxFrame};
+use crate::frame::{RxFrame, SocketCounters};
 use crate::{AfPacketPort, TapPort, XdpPort};
 
 /// Batch receive, queued send with one kick per batch, an fd to sleep on, counters.
@@ -16,7 +16,7 @@ pub trait PacketPort {
     fn flush(&mut self) -> io::Result<()>;
     /// Readable when frames wait.
     fn fd(&self) -> RawFd;
-    fn stats(&self) -> PortCounters;
+    fn stats(&self) -> SocketCounters;
     fn ifindex(&self) -> u32;
     fn mtu(&self) -> u32;
 }
@@ -36,7 +36,7 @@ macro_rules! delegate_port {
             fn fd(&self) -> RawFd {
                 <$ty>::fd(self)
             }
-            fn stats(&self) -> PortCounters {
+            fn stats(&self) -> SocketCounters {
                 <$ty>::stats(self)
             }
             fn ifindex(&self) -> u32 {
@@ -85,7 +85,7 @@ impl PacketPort for AnyPort {
     fn fd(&self) -> RawFd {
         each_port!(self, p => p.fd())
     }
-    fn stats(&self) -> PortCounters {
+    fn stats(&self) -> SocketCounters {
         each_port!(self, p => p.stats())
     }
     fn ifindex(&self) -> u32 {

@@ -5,7 +5,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::frame::{fits_mtu, PortCounters, RxFrame};
+use crate::frame::{fits_mtu, RxFrame, SocketCounters};
 use crate::sys::{self, IfReq};
 
 /// Largest frame a TAP device can hand over (its MTU cannot exceed 64 KiB).
@@ -19,7 +19,7 @@ pub struct TapPort {
     mtu: u32,
     /// One receive buffer, reused for every frame.
     buf: Box<[u8]>,
-    counters: PortCounters,
+    counters: SocketCounters,
 }
 
 impl TapPort {
@@ -55,7 +55,7 @@ impl TapPort {
             ifindex,
             mtu,
             buf: vec![0; MAX_FRAME].into_boxed_slice(),
-            counters: PortCounters::default(),
+            counters: SocketCounters::default(),
         })
     }
 
@@ -123,7 +123,7 @@ impl TapPort {
         self.fd.as_raw_fd()
     }
 
-    pub fn stats(&self) -> PortCounters {
+    pub fn stats(&self) -> SocketCounters {
         self.counters
     }
 

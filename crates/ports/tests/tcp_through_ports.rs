@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{is_root, Netns};
-use ports::{AfPacketPort, PortCounters, PortOptions, RingKind, RxFrame};
+use ports::{AfPacketPort, PortOptions, RingKind, RxFrame, SocketCounters};
 
 fn relay(from: &mut AfPacketPort, to: &mut AfPacketPort, scratch: &mut [u8]) -> usize {
     let n = from.recv_burst(64, |frame: RxFrame<'_>| {
@@ -46,7 +46,7 @@ fn transfer_through(ring: RingKind) {
     let stop = Arc::new(AtomicBool::new(false));
     let forwarder = {
         let stop = stop.clone();
-        std::thread::spawn(move || -> (PortCounters, PortCounters) {
+        std::thread::spawn(move || -> (SocketCounters, SocketCounters) {
             let mut scratch = vec![0u8; 2048];
             while !stop.load(Ordering::Relaxed) {
                 if relay(&mut a, &mut b, &mut scratch) + relay(&mut b, &mut a, &mut scratch) == 0 {

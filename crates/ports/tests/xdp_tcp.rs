@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{is_root, HostNs, Netns};
-use ports::{PortCounters, RxFrame, XdpOptions, XdpPort};
+use ports::{RxFrame, SocketCounters, XdpOptions, XdpPort};
 
 fn relay(from: &mut XdpPort, to: &mut XdpPort) -> usize {
     let n = from.recv_burst(64, |frame: RxFrame<'_>| {
@@ -57,7 +57,7 @@ fn tcp_transfer_through_xdp_ports_with_offloads_off() {
     let stop = Arc::new(AtomicBool::new(false));
     let forwarder = {
         let stop = stop.clone();
-        std::thread::spawn(move || -> (PortCounters, PortCounters) {
+        std::thread::spawn(move || -> (SocketCounters, SocketCounters) {
             while !stop.load(Ordering::Relaxed) {
                 if relay(&mut a, &mut b) + relay(&mut b, &mut a) == 0 {
                     std::thread::sleep(Duration::from_micros(50));

@@ -56,13 +56,15 @@ fn main() {
     let (writer, readers) = dataplane::datapath::new(DatapathConfig::default());
     // A reader exists, as in the daemon, so publishing pays for the handover.
     let _reader = readers.reader();
+    let shared = std::sync::Arc::clone(writer.shared());
     let mut switch = Switch::new(
         SwitchSettings {
             datapath_id: 1,
             n_tables: 254,
             n_buffers: 256,
         },
-        writer,
+        Box::new(writer),
+        shared,
         Box::new(Discard),
     );
     let start = Instant::now();

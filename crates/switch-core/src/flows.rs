@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use dataplane::classifier::hash::{SeededMap, SeededState};
 use dataplane::counters::FlowCounters;
-use dataplane::datapath::{FlowId, Op};
-use dataplane::key::{Match as DpMatch, KEY_WORDS};
+use dataplane::key::{FlowMatch, KEY_WORDS};
+use dataplane::model::{FlowId, Op};
 use ofp::{Action, FlowModFlags, Instruction, Match};
 
 use crate::translate::compile_instructions;
@@ -26,7 +26,7 @@ pub struct FlowEntry {
     /// The match as the controller wrote it (dump-flows shows it back verbatim).
     pub match_: Match,
     /// The match as the datapath sees it; equality of two compiled matches is rule identity.
-    pub compiled: DpMatch,
+    pub compiled: FlowMatch,
     pub instructions: Vec<Instruction>,
     pub cookie: u64,
     pub flags: FlowModFlags,
@@ -103,14 +103,14 @@ impl FlowEntry {
 }
 
 /// Whether `entry` is at least as specific as `filter` (non-strict modify/delete/stats).
-pub fn covers(filter: &DpMatch, entry: &DpMatch) -> bool {
+pub fn covers(filter: &FlowMatch, entry: &FlowMatch) -> bool {
     let (fm, fk) = (filter.mask.words(), filter.key.words());
     let (em, ek) = (entry.mask.words(), entry.key.words());
     (0..KEY_WORDS).all(|i| em[i] & fm[i] == fm[i] && ek[i] & fm[i] == fk[i])
 }
 
 /// Whether some packet matches both (CHECK_OVERLAP).
-pub fn overlaps(a: &DpMatch, b: &DpMatch) -> bool {
+pub fn overlaps(a: &FlowMatch, b: &FlowMatch) -> bool {
     let (am, ak) = (a.mask.words(), a.key.words());
     let (bm, bk) = (b.mask.words(), b.key.words());
     (0..KEY_WORDS).all(|i| (ak[i] ^ bk[i]) & am[i] & bm[i] == 0)
@@ -119,7 +119,7 @@ pub fn overlaps(a: &DpMatch, b: &DpMatch) -> bool {
 /// Which entries a modify, delete or stats request selects.
 #[derive(Clone, Copy, Debug)]
 pub struct Selector<'a> {
-    pub compiled: &'a DpMatch,
+    pub compiled: &'a FlowMatch,
     /// `Some(priority)` selects strictly: identical match and priority.
     pub strict_priority: Option<u16>,
     pub cookie: u64,
@@ -208,12 +208,12 @@ impl FlowTable {
         self.entries.get(&id).map(|e| &**e)
     }
 
-    fn rule_key(&self, priority: u16, compiled: &DpMatch) -> (u16, u64) {
+    fn rule_key(&self, priority: u16, compiled: &FlowMatch) -> (u16, u64) {
         (priority, self.rule_hasher.hash_one(compiled))
     }
 
     /// The entry with this exact match and priority, if any.
-    pub fn find_strict(&self, priority: u16, compiled: &DpMatch) -> Option<&FlowEntry> {
+    pub fn find_strict(&self, priority: u16, compiled: &FlowMatch) -> Option<&FlowEntry> {
         let slot = self.by_rule.get(&self.rule_key(priority, compiled))?;
         slot.ids()
             .iter()
@@ -257,14 +257,14 @@ impl FlowTable {
     }
 
     /// Whether an entry of the same priority overlaps `compiled` (CHECK_OVERLAP).
-    pub fn has_overlap(&self, priority: u16, compiled: &DpMatch) -> bool {
+    pub fn has_overlap(&self, priority: u16, compiled: &FlowMatch) -> bool {
         self.entries
             .values()
             .any(|e| e.priority == priority && overlaps(&e.compiled, compiled))
     }
 
     /// Whether adding one more entry would exceed the table (replacements never do).
-    pub fn is_full_for(&self, priority: u16, compiled: &DpMatch) -> bool {
+    pub fn is_full_for(&self, priority: u16, compiled: &FlowMatch) -> bool {
         self.entries.len() >= self.max_entries as usize
             && self.find_strict(priority, compiled).is_none()
     }

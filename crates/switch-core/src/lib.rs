@@ -18,8 +18,9 @@ pub mod validate;
 use std::sync::Arc;
 
 use dataplane::counters::{FlowCounters, GroupCounters};
-use dataplane::datapath::{self as dp, DatapathWriter, FlowId, Op};
-use dataplane::key::Match as DpMatch;
+use dataplane::key::FlowMatch;
+use dataplane::model::{self as dp, FlowId, Op, OpSink};
+use dataplane::shared::Shared;
 use ofp::{
     BadMatchCode, BadRequestCode, FlowMod, FlowModCommand, FlowModFailedCode, FlowModFlags,
     FlowRemoved, GroupMod, GroupModCommand, MeterMod, MeterModCommand, OfpError, PacketOut,
@@ -65,7 +66,10 @@ pub struct Switch {
     meters: MeterTable,
     ports: PortTable,
     templates: std::collections::BTreeMap<u32, ofp::PktTmpMod>,
-    writer: DatapathWriter,
+    /// Where every change to the datapath goes.
+    sink: Box<dyn OpSink>,
+    /// The datapath's counters, buffers and MAC table.
+    shared: Arc<Shared>,
     packet_outs: Box<dyn PacketOutQueue>,
     next_flow_id: u64,
     dirty: bool,
@@ -119,7 +123,8 @@ fn flow_removed(
 impl Switch {
     pub fn new(
         settings: SwitchSettings,
-        writer: DatapathWriter,
+        sink: Box<dyn OpSink>,
+        shared: Arc<Shared>,
         packet_outs: Box<dyn PacketOutQueue>,
     ) -> Self {
         let tables = (0..settings.n_tables)
@@ -136,7 +141,8 @@ impl Switch {
             meters: MeterTable::default(),
             ports: PortTable::default(),
             templates: std::collections::BTreeMap::new(),
-            writer,
+            sink,
+            shared,
             packet_outs,
             next_flow_id: 1,
             dirty: false,
@@ -161,14 +167,14 @@ impl Switch {
             self.dirty = true;
         }
         for op in ops {
-            self.writer.apply(op);
+            self.sink.apply(op);
         }
     }
 
     /// Makes every change so far visible to the datapath (the BARRIER guarantee).
     pub fn publish(&mut self) {
         if std::mem::take(&mut self.dirty) {
-            self.writer.publish();
+            self.sink.publish();
         }
     }
 
@@ -214,11 +220,11 @@ impl Switch {
             ));
         }
         self.config = *config;
-        self.apply_ops(vec![Op::SetSwitchConfig {
+        self.apply_ops(vec![Op::SetSwitchFlags(dp::SwitchFlags {
             miss_send_len: config.miss_send_len,
             invalid_ttl_to_controller: config.flags & INVALID_TTL_TO_CONTROLLER != 0,
             frag,
-        }]);
+        })]);
         Ok(())
     }
 
@@ -285,7 +291,7 @@ impl Switch {
         Ok(removed)
     }
 
-    fn add_flow(&mut self, fm: FlowMod, compiled: DpMatch, now_ns: u64) -> Result<(), OfpError> {
+    fn add_flow(&mut self, fm: FlowMod, compiled: FlowMatch, now_ns: u64) -> Result<(), OfpError> {
         let table = &self.tables[usize::from(fm.table_id)];
         if table.is_full_for(fm.priority, &compiled) {
             return Err(OfpError::FlowModFailed(FlowModFailedCode::TableFull));
@@ -317,7 +323,7 @@ impl Switch {
         Ok(())
     }
 
-    fn modify_flows(&mut self, fm: &FlowMod, compiled: &DpMatch) {
+    fn modify_flows(&mut self, fm: &FlowMod, compiled: &FlowMatch) {
         let selector = Selector {
             compiled,
             strict_priority: (fm.command == FlowModCommand::ModifyStrict).then_some(fm.priority),
@@ -339,7 +345,12 @@ impl Switch {
         self.apply_ops(ops);
     }
 
-    fn delete_flows(&mut self, fm: &FlowMod, compiled: &DpMatch, now_ns: u64) -> Vec<FlowRemoved> {
+    fn delete_flows(
+        &mut self,
+        fm: &FlowMod,
+        compiled: &FlowMatch,
+        now_ns: u64,
+    ) -> Vec<FlowRemoved> {
         let selector = Selector {
             compiled,
             strict_priority: (fm.command == FlowModCommand::DeleteStrict).then_some(fm.priority),
@@ -419,7 +430,7 @@ impl Switch {
                 for bucket in &gm.buckets {
                     check_actions(
                         &bucket.actions,
-                        &DpMatch::any(),
+                        &FlowMatch::any(),
                         ActionContext::GroupBucket,
                         &self.resources(),
                     )
@@ -444,7 +455,7 @@ impl Switch {
                     buckets: gm
                         .buckets
                         .iter()
-                        .map(|b| dp::Bucket {
+                        .map(|b| dp::GroupBucket {
                             weight: b.weight,
                             watch_port: b.watch_port,
                             watch_group: b.watch_group,
@@ -555,16 +566,12 @@ impl Switch {
 
     /// The buffered packet's ingress port and bytes.
     fn take_buffer(&mut self, buffer_id: u32) -> Result<(u32, Vec<u8>), OfpError> {
-        self.writer
-            .shared()
-            .buffers
-            .take(buffer_id)
-            .map_err(|e| match e {
-                dataplane::buffers::BufferError::Empty => {
-                    OfpError::BadRequest(BadRequestCode::BufferEmpty)
-                }
-                _ => OfpError::BadRequest(BadRequestCode::BufferUnknown),
-            })
+        self.shared.buffers.take(buffer_id).map_err(|e| match e {
+            dataplane::buffers::BufferError::Empty => {
+                OfpError::BadRequest(BadRequestCode::BufferEmpty)
+            }
+            _ => OfpError::BadRequest(BadRequestCode::BufferUnknown),
+        })
     }
 
     /// PACKET_OUT: validates and queues the packet for a datapath thread.
@@ -576,7 +583,7 @@ impl Switch {
         }
         check_actions(
             &po.actions,
-            &DpMatch::any(),
+            &FlowMatch::any(),
             ActionContext::PacketOut,
             &self.resources(),
         )

@@ -2,8 +2,10 @@
 //! PORT_STATUS each change announces.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use dataplane::datapath::{Op, PortConfig as DpPortConfig, PortInfo};
+use dataplane::counters::PortCounters;
+use dataplane::model::{Op, PortAdmin, PortInfo};
 use ofp::{OfpError, Port, PortConfig, PortMod, PortModFailedCode, PortState, PortStatus};
 
 /// Config bits a PORT_MOD may change.
@@ -37,6 +39,8 @@ pub struct PortEntry {
     pub desc: Port,
     pub created_ns: u64,
     pub io: IoCounters,
+    /// The datapath's packet and byte counters of the port.
+    pub counters: Arc<PortCounters>,
 }
 
 #[derive(Debug, Default)]
@@ -47,7 +51,7 @@ pub struct PortTable {
 fn datapath_info(desc: &Port) -> PortInfo {
     let config = desc.config;
     PortInfo {
-        config: DpPortConfig {
+        config: PortAdmin {
             down: config.contains(PortConfig::PORT_DOWN),
             no_recv: config.contains(PortConfig::NO_RECV),
             no_fwd: config.contains(PortConfig::NO_FWD),
@@ -65,10 +69,11 @@ fn status(reason: u8, desc: &Port) -> PortStatus {
     }
 }
 
-fn set_op(desc: &Port) -> Op {
+fn set_op(entry: &PortEntry) -> Op {
     Op::SetPort {
-        port_no: desc.port_no,
-        info: datapath_info(desc),
+        port_no: entry.desc.port_no,
+        info: datapath_info(&entry.desc),
+        counters: Arc::clone(&entry.counters),
     }
 }
 
@@ -81,18 +86,23 @@ impl PortTable {
         self.ports.values()
     }
 
-    /// Adds (or replaces) a port; returns the PORT_STATUS ADD and the datapath op.
+    /// Adds (or replaces, keeping its counters) a port; returns the PORT_STATUS ADD and the
+    /// datapath op.
     pub fn add(&mut self, desc: Port, now_ns: u64) -> (PortStatus, Op) {
         let announce = status(ofp::OFPPR_ADD, &desc);
-        let op = set_op(&desc);
-        self.ports.insert(
-            desc.port_no,
-            PortEntry {
-                desc,
-                created_ns: now_ns,
-                io: IoCounters::default(),
-            },
-        );
+        let counters = self
+            .ports
+            .get(&desc.port_no)
+            .map(|e| Arc::clone(&e.counters))
+            .unwrap_or_default();
+        let entry = PortEntry {
+            desc,
+            created_ns: now_ns,
+            io: IoCounters::default(),
+            counters,
+        };
+        let op = set_op(&entry);
+        self.ports.insert(entry.desc.port_no, entry);
         (announce, op)
     }
 
@@ -124,7 +134,7 @@ impl PortTable {
             return None;
         }
         entry.desc.state = state;
-        Some((status(ofp::OFPPR_MODIFY, &entry.desc), set_op(&entry.desc)))
+        Some((status(ofp::OFPPR_MODIFY, &entry.desc), set_op(entry)))
     }
 
     /// PORT_MOD: checks port, hardware address and config bits, then applies the masked
@@ -153,7 +163,7 @@ impl PortTable {
         entry.desc.config = config;
         Ok((
             Some(status(ofp::OFPPR_MODIFY, &entry.desc)),
-            Some(set_op(&entry.desc)),
+            Some(set_op(entry)),
         ))
     }
 }

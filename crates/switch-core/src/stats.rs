@@ -155,7 +155,7 @@ impl Switch {
     }
 
     fn table_stats(&self) -> Vec<TableStats> {
-        let shared = self.writer.shared();
+        let shared = &self.shared;
         self.tables
             .iter()
             .map(|t| {
@@ -190,7 +190,8 @@ impl Switch {
                     tx_errors: p.io.tx_errors,
                     ..PortStats::default()
                 };
-                if let Some(c) = self.writer.port_counters(p.desc.port_no) {
+                {
+                    let c = &p.counters;
                     stats.rx_packets = c.rx.packets();
                     stats.rx_bytes = c.rx.bytes();
                     stats.tx_packets = c.tx.packets();

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use dataplane::datapath::Op;
+use dataplane::model::Op;
 use dataplane::template::{ChecksumKind, ChecksumOp, CopyOp, PacketTemplate};
 use ofp::{OfpError, PktTmpCommand, PktTmpMod};
 

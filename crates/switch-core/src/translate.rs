@@ -2,7 +2,7 @@
 //! OXM encodings.
 
 use dataplane::ir;
-use dataplane::key::{Field, FieldValue, Match as DpMatch};
+use dataplane::key::{Field, FieldValue, FlowMatch};
 use ofp::{Action, Instruction, Match, OxmValue};
 
 /// The datapath field and value of an OXM value.
@@ -14,8 +14,8 @@ pub fn field_value(value: &OxmValue) -> Option<(Field, FieldValue)> {
 
 /// Compiles a validated OXM match into the datapath's key/mask form. Masked-out value bits are
 /// dropped, so two matches that select the same packets compare equal.
-pub fn compile_match(m: &Match) -> DpMatch {
-    let mut out = DpMatch::any();
+pub fn compile_match(m: &Match) -> FlowMatch {
+    let mut out = FlowMatch::any();
     for oxm in &m.fields {
         let Some((field, value)) = field_value(&oxm.value) else {
             continue;

@@ -3,7 +3,7 @@
 //! each failure is the one OpenFlow 1.3.5 section 7.4.4 names (and Open vSwitch returns).
 
 use dataplane::ir::port;
-use dataplane::key::{Field, FieldValue, Match as DpMatch, OFPVID_PRESENT};
+use dataplane::key::{Field, FieldValue, FlowMatch, OFPVID_PRESENT};
 use ofp::{
     Action, BadActionCode, BadInstructionCode, Instruction, MeterModFailedCode, OfpError, OxmValue,
 };
@@ -41,7 +41,7 @@ fn bad_instruction(code: BadInstructionCode) -> OfpError {
 pub fn check_instructions(
     instructions: &[Instruction],
     table_id: u8,
-    matched: &DpMatch,
+    matched: &FlowMatch,
     res: &dyn Resources,
 ) -> Result<(), OfpError> {
     let mut seen = [false; 8];
@@ -86,7 +86,7 @@ pub fn check_instructions(
                 }
                 check_actions(
                     &insp.actions,
-                    &DpMatch::any(),
+                    &FlowMatch::any(),
                     ActionContext::PacketOut,
                     res,
                 )?;
@@ -103,7 +103,7 @@ pub fn check_instructions(
 /// it holds one per field.
 fn check_write_actions(
     actions: &[Action],
-    matched: &DpMatch,
+    matched: &FlowMatch,
     res: &dyn Resources,
 ) -> Result<(), OfpError> {
     check_actions(actions, matched, ActionContext::FlowEntry, res)?;
@@ -124,7 +124,7 @@ fn check_write_actions(
 /// Validates an action list run in order on a packet that matched `matched`.
 pub fn check_actions(
     actions: &[Action],
-    matched: &DpMatch,
+    matched: &FlowMatch,
     context: ActionContext,
     res: &dyn Resources,
 ) -> Result<(), OfpError> {
@@ -215,7 +215,7 @@ fn check_output_port(port_no: u32, context: ActionContext) -> Result<(), OfpErro
 
 /// Set-field: only header fields are settable, values must fit the field, and the packet must
 /// be known to carry the header (its prerequisites hold after the preceding actions).
-fn check_set_field(value: &OxmValue, known: &mut DpMatch) -> Result<(), OfpError> {
+fn check_set_field(value: &OxmValue, known: &mut FlowMatch) -> Result<(), OfpError> {
     let Some((field, v)) = field_value(value) else {
         return Err(bad_action(BadActionCode::BadSetType));
     };
@@ -249,7 +249,7 @@ fn check_set_field(value: &OxmValue, known: &mut DpMatch) -> Result<(), OfpError
 
 /// Fails with MATCH_INCONSISTENT unless one alternative is known to hold. With `bits`, the
 /// value is a bit that must be known set (VLAN presence) rather than an exact value.
-fn require(known: &DpMatch, alternatives: &[(Field, u16)], bits: bool) -> Result<(), OfpError> {
+fn require(known: &FlowMatch, alternatives: &[(Field, u16)], bits: bool) -> Result<(), OfpError> {
     let holds = alternatives.iter().any(|&(field, value)| {
         let value = u128::from(value);
         let mask = field.get(&known.mask).0;
@@ -267,7 +267,7 @@ fn require(known: &DpMatch, alternatives: &[(Field, u16)], bits: bool) -> Result
     }
 }
 
-fn forget(known: &mut DpMatch, field: Field) {
+fn forget(known: &mut FlowMatch, field: Field) {
     field.set_masked(
         &mut known.key,
         &mut known.mask,
@@ -276,7 +276,7 @@ fn forget(known: &mut DpMatch, field: Field) {
     );
 }
 
-fn copy_field(from: &DpMatch, to: &mut DpMatch, field: Field) {
+fn copy_field(from: &FlowMatch, to: &mut FlowMatch, field: Field) {
     let mask = field.get(&from.mask);
     if mask.0 != 0 {
         to.set(field, field.get(&from.key), Some(mask));
@@ -285,8 +285,8 @@ fn copy_field(from: &DpMatch, to: &mut DpMatch, field: Field) {
 
 /// After an MPLS push or pop the headers behind the Ethernet type change: only L2 facts and
 /// the new Ethernet type stay known.
-fn l2_view(known: &DpMatch, ethertype: u16) -> DpMatch {
-    let mut after = DpMatch::any();
+fn l2_view(known: &FlowMatch, ethertype: u16) -> FlowMatch {
+    let mut after = FlowMatch::any();
     for f in [
         Field::InPort,
         Field::EthDst,

@@ -32,13 +32,15 @@ fn switch_with_datapath(jobs: Collected) -> (Switch, dataplane::datapath::Datapa
         ..DatapathConfig::default()
     };
     let (writer, readers) = dataplane::datapath::new(config);
+    let shared = std::sync::Arc::clone(writer.shared());
     let sw = Switch::new(
         SwitchSettings {
             datapath_id: 1,
             n_tables: 8,
             n_buffers: 256,
         },
-        writer,
+        Box::new(writer),
+        shared,
         Box::new(jobs),
     );
     (sw, readers)

@@ -7,8 +7,7 @@
 //! predict which keys collide. Both left-right copies of the datapath share the process seed,
 //! so they stay bit-identical.
 
-use super::subtable::Words;
-use crate::key::KEY_WORDS;
+use crate::key::{Words, KEY_WORDS};
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::OnceLock;

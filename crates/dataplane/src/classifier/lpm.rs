@@ -14,8 +14,9 @@
 //! (memory is bounded by the prefixes ever inserted since the family was formed).
 
 use super::hash::SeededMap;
-use super::subtable::{Subtable, Words};
+use super::subtable::Subtable;
 use super::{ipv4_lanes, RuleMeta, NO_RULE};
+use crate::key::Words;
 
 const CHUNK_FLAG: u32 = 1 << 31;
 const SLOT_BITS: u32 = 25;

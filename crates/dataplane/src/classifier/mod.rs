@@ -27,11 +27,10 @@ pub mod hash;
 pub mod lpm;
 pub mod subtable;
 
-use crate::key::{Match, KEY_WORDS};
+use crate::key::{FlowMatch, Words, KEY_WORDS};
 use hash::{hash_masked, Hit, IndexProbe, IndexView, Seed, SeededMap, ENTRY_REST};
 use lpm::LpmPlan;
 use subtable::Subtable;
-pub use subtable::Words;
 
 /// Subtables with at most this many index entries are probed without a prefetch pass.
 const CACHED_INDEX: usize = 1024;
@@ -143,16 +142,16 @@ enum Plan {
     Direct(DirectPlan),
     /// One subtable with a non-empty mask (an exact-match table), above an optional
     /// catch-all: one probe per packet.
-    Tuple {
+    Hash {
         sub: u32,
         all: Fallback,
     },
     /// The LPM family, above an optional catch-all.
-    Routes {
+    Lpm {
         all: Fallback,
     },
     /// Priority-ordered tuple space search.
-    General,
+    TupleSpace,
 }
 
 /// Where [`Plan::Direct`] reads the field, and its answer beyond the array.
@@ -167,13 +166,13 @@ struct DirectPlan {
 
 /// A subtable with what a probe needs at hand (its index view and the rule keys).
 #[derive(Clone, Copy)]
-struct Tuple<'s> {
+struct SubtableProbe<'s> {
     sub: &'s Subtable,
     index: IndexProbe<'s>,
     keys: &'s [Words],
 }
 
-impl<'s> Tuple<'s> {
+impl<'s> SubtableProbe<'s> {
     #[inline(always)]
     fn hash(&self, key: &Words) -> u64 {
         self.sub.hash(key)
@@ -343,10 +342,10 @@ impl<'s> Tuple<'s> {
     }
 }
 
-/// One subtable's pass of the general search over a batch: packets whose best match is
+/// One subtable's pass of the tuple space search over a batch: packets whose best match is
 /// below `max` are probed (a large index in two passes, hashing and prefetching first).
 struct Pass<'s> {
-    tuple: Tuple<'s>,
+    subtable: SubtableProbe<'s>,
     max: i32,
     large: bool,
 }
@@ -361,7 +360,7 @@ impl Pass<'_> {
         out: &mut [u32],
         probe: impl Fn(&Words, Option<u64>) -> Option<Hit>,
     ) {
-        let (t, max) = (&self.tuple, self.max);
+        let (t, max) = (&self.subtable, self.max);
         if self.large {
             for (i, (h, b)) in hashes.iter_mut().zip(best.iter()).enumerate() {
                 if *b < max && t.sub.may_match(key(i)) {
@@ -411,7 +410,7 @@ pub struct Classifier<P, C = ()> {
     by_mask: SeededMap<Words, u32>,
     next_seq: u64,
     /// Probe order: subtables (or the LPM family as one step) by maximum priority, descending.
-    order: Vec<Step>,
+    order: Vec<SearchStep>,
     lpm: Option<LpmPlan>,
     plan: Plan,
     /// The answer per field value under [`Plan::Direct`].
@@ -420,15 +419,15 @@ pub struct Classifier<P, C = ()> {
 
 /// One step of the probe order.
 #[derive(Clone, Copy, Debug)]
-enum Step {
+enum SearchStep {
     Subtable { id: u32, max: u16 },
     Lpm { max: u16 },
 }
 
-impl Step {
+impl SearchStep {
     fn max(self) -> u16 {
         match self {
-            Step::Subtable { max, .. } | Step::Lpm { max } => max,
+            SearchStep::Subtable { max, .. } | SearchStep::Lpm { max } => max,
         }
     }
 }
@@ -523,7 +522,7 @@ impl<P, C> Classifier<P, C> {
     }
 
     /// Inserts a rule, replacing any rule with the same id.
-    pub fn insert(&mut self, id: u64, priority: u16, m: &Match, payload: P)
+    pub fn insert(&mut self, id: u64, priority: u16, m: &FlowMatch, payload: P)
     where
         C: Default,
     {
@@ -531,7 +530,7 @@ impl<P, C> Classifier<P, C> {
     }
 
     /// Inserts a rule with what its owner keeps with it, replacing any rule with the same id.
-    pub fn insert_with(&mut self, id: u64, priority: u16, m: &Match, payload: P, extra: C) {
+    pub fn insert_with(&mut self, id: u64, priority: u16, m: &FlowMatch, payload: P, extra: C) {
         self.remove(id);
         let mask = *m.mask.words();
         let mut key = *m.key.words();
@@ -713,23 +712,23 @@ impl<P, C> Classifier<P, C> {
             if lpm.is_some_and(|p| p.contains(id)) {
                 continue;
             }
-            self.order.push(Step::Subtable {
+            self.order.push(SearchStep::Subtable {
                 id,
                 max: sub.max_priority(),
             });
         }
         if let Some(plan) = lpm {
-            self.order.push(Step::Lpm {
+            self.order.push(SearchStep::Lpm {
                 max: plan.max_priority(&self.subtables),
             });
         }
         let subs = &self.subtables;
-        let seq = |s: &Step| match s {
-            Step::Subtable { id, .. } => subs
+        let seq = |s: &SearchStep| match s {
+            SearchStep::Subtable { id, .. } => subs
                 .get(*id as usize)
                 .and_then(Option::as_ref)
                 .map_or(0, |s| s.seq),
-            Step::Lpm { .. } => 0,
+            SearchStep::Lpm { .. } => 0,
         };
         self.order
             .sort_by(|a, b| b.max().cmp(&a.max()).then_with(|| seq(a).cmp(&seq(b))));
@@ -740,7 +739,7 @@ impl<P, C> Classifier<P, C> {
     /// Turns a plan of one small single-field tuple into a direct-indexed one (rebuilding
     /// the array: at most [`DIRECT_RULES`] rules and [`DIRECT_VALUES`] cells).
     fn specialise(&mut self) {
-        let Plan::Tuple { sub, all } = self.plan else {
+        let Plan::Hash { sub, all } = self.plan else {
             return;
         };
         let Some(Some(sub)) = self.subtables.get(sub as usize) else {
@@ -789,13 +788,13 @@ impl<P, C> Classifier<P, C> {
                 break;
             }
             let found = match *step {
-                Step::Subtable { id, .. } => self
+                SearchStep::Subtable { id, .. } => self
                     .subtables
                     .get(id as usize)
                     .and_then(Option::as_ref)
-                    .and_then(|sub| self.tuple(sub).find_any(key))
+                    .and_then(|sub| self.subtable_probe(sub).find_any(key))
                     .map(|e| (e.priority, e.slot)),
-                Step::Lpm { .. } => self.lpm_step(key),
+                SearchStep::Lpm { .. } => self.lpm_step(key),
             };
             if let Some((p, slot)) = found {
                 if best.is_none_or(|(bp, _)| p > bp) {
@@ -806,7 +805,7 @@ impl<P, C> Classifier<P, C> {
         best.map(|(_, s)| s)
     }
 
-    /// The routing family's match as a step of the general search (kept out of line: most
+    /// The routing family's match as a step of the tuple space search (kept out of line: most
     /// tables searched this way have no routes, and its state would crowd the loop).
     #[inline(never)]
     fn lpm_step(&self, key: &Words) -> Option<(u16, u32)> {
@@ -816,8 +815,8 @@ impl<P, C> Classifier<P, C> {
 
     /// The probe view of a subtable.
     #[inline(always)]
-    fn tuple<'s>(&'s self, sub: &'s Subtable) -> Tuple<'s> {
-        Tuple {
+    fn subtable_probe<'s>(&'s self, sub: &'s Subtable) -> SubtableProbe<'s> {
+        SubtableProbe {
             sub,
             index: sub.index.view(),
             keys: &self.keys,
@@ -826,11 +825,11 @@ impl<P, C> Classifier<P, C> {
 
     /// The catch-all below a single tuple or a routing family: the head of a match-all
     /// subtable, as the last step of the probe order.
-    fn fallback(&self, step: Option<&Step>) -> Option<Fallback> {
+    fn fallback(&self, step: Option<&SearchStep>) -> Option<Fallback> {
         let id = match step {
             None => return Some(Fallback::NONE),
-            Some(Step::Subtable { id, .. }) => id,
-            Some(Step::Lpm { .. }) => return None,
+            Some(SearchStep::Subtable { id, .. }) => id,
+            Some(SearchStep::Lpm { .. }) => return None,
         };
         let all = self.subtables.get(*id as usize)?.as_ref()?;
         if !all.words.is_empty() {
@@ -852,16 +851,16 @@ impl<P, C> Classifier<P, C> {
             Some(split) => split,
         };
         if rest.len() > 1 {
-            return Plan::General;
+            return Plan::TupleSpace;
         }
         let below = self.fallback(rest.first());
         match (*first, below) {
-            (Step::Subtable { id, .. }, Some(all)) => match self.subtables.get(id as usize) {
-                Some(Some(sub)) if !sub.words.is_empty() => Plan::Tuple { sub: id, all },
-                _ => Plan::General,
+            (SearchStep::Subtable { id, .. }, Some(all)) => match self.subtables.get(id as usize) {
+                Some(Some(sub)) if !sub.words.is_empty() => Plan::Hash { sub: id, all },
+                _ => Plan::TupleSpace,
             },
-            (Step::Lpm { .. }, Some(all)) => Plan::Routes { all },
-            _ => Plan::General,
+            (SearchStep::Lpm { .. }, Some(all)) => Plan::Lpm { all },
+            _ => Plan::TupleSpace,
         }
     }
 
@@ -887,20 +886,20 @@ impl<P, C> Classifier<P, C> {
         match self.plan {
             Plan::Empty => NO_RULE,
             Plan::Direct(plan) => self.direct(plan, key),
-            Plan::Tuple { sub, all } => {
+            Plan::Hash { sub, all } => {
                 let Some(Some(sub)) = self.subtables.get(sub as usize) else {
                     return NO_RULE;
                 };
-                all.pick(self.tuple(sub).find_any(key))
+                all.pick(self.subtable_probe(sub).find_any(key))
             }
-            Plan::Routes { all } => {
+            Plan::Lpm { all } => {
                 let found = self.lpm.as_ref().and_then(|p| p.lookup(key));
                 match found {
                     Some(slot) if all.loses_to(|| prio_of(&self.rules, slot)) => slot,
                     _ => all.slot,
                 }
             }
-            Plan::General => self.lookup(key).unwrap_or(NO_RULE),
+            Plan::TupleSpace => self.lookup(key).unwrap_or(NO_RULE),
         }
     }
 
@@ -955,12 +954,12 @@ impl<P, C> Classifier<P, C> {
                     *o = self.direct(plan, key(i));
                 }
             }
-            Plan::Tuple { sub, all } => match self.subtables.get(sub as usize) {
+            Plan::Hash { sub, all } => match self.subtables.get(sub as usize) {
                 Some(Some(sub)) => self.lookup_tuple(sub, all, &key, out, scratch),
                 _ => out.fill(NO_RULE),
             },
-            Plan::Routes { all } => self.lookup_routes(all, &key, out, scratch),
-            Plan::General => self.lookup_general(&key, out, scratch),
+            Plan::Lpm { all } => self.lookup_lpm(all, &key, out, scratch),
+            Plan::TupleSpace => self.lookup_tuple_space(&key, out, scratch),
         }
     }
 
@@ -975,7 +974,7 @@ impl<P, C> Classifier<P, C> {
         out: &mut [u32],
         scratch: &mut LookupScratch,
     ) {
-        let t = self.tuple(sub);
+        let t = self.subtable_probe(sub);
         let pick = |e: Option<Hit>| all.pick(e);
         // A large index is probed in two passes (hash and prefetch every packet's bucket,
         // then probe) so its cache misses overlap; a small one stays in cache.
@@ -986,15 +985,15 @@ impl<P, C> Classifier<P, C> {
             [a, b] => t.probe_all(&[a, b], key, out, hashes, pick),
             [a, b, c] => t.probe_all(&[a, b, c], key, out, hashes, pick),
             [a, b, c, d] => t.probe_all(&[a, b, c, d], key, out, hashes, pick),
-            // Wider masks are rare: the general search serves them (prefetching too).
-            _ => self.lookup_general(key, out, scratch),
+            // Wider masks are rare: the tuple space search serves them (prefetching too).
+            _ => self.lookup_tuple_space(key, out, scratch),
         }
     }
 
     /// A routing family above an optional catch-all. A catch-all at priority 0 loses to
     /// every route, so the routes' rules are not even loaded for their priority.
     #[inline(always)]
-    fn lookup_routes<'k>(
+    fn lookup_lpm<'k>(
         &self,
         all: Fallback,
         key: &impl Fn(usize) -> &'k Words,
@@ -1016,7 +1015,7 @@ impl<P, C> Classifier<P, C> {
 
     /// Priority-ordered tuple space search, subtable by subtable over the whole batch; a
     /// packet stops being probed once its best match outranks every later subtable.
-    fn lookup_general<'k>(
+    fn lookup_tuple_space<'k>(
         &self,
         key: &impl Fn(usize) -> &'k Words,
         out: &mut [u32],
@@ -1034,11 +1033,11 @@ impl<P, C> Classifier<P, C> {
                 break;
             }
             match *step {
-                Step::Subtable { id, .. } => {
+                SearchStep::Subtable { id, .. } => {
                     let Some(Some(sub)) = self.subtables.get(id as usize) else {
                         continue;
                     };
-                    let t = self.tuple(sub);
+                    let t = self.subtable_probe(sub);
                     if sub.words.is_empty() {
                         // Match-all mask: one entry at most, the same for every packet.
                         if let Some(e) = t.find(&ZERO) {
@@ -1053,7 +1052,7 @@ impl<P, C> Classifier<P, C> {
                         continue;
                     }
                     let pass = Pass {
-                        tuple: t,
+                        subtable: t,
                         max,
                         large: sub.index.len() > CACHED_INDEX,
                     };
@@ -1073,7 +1072,7 @@ impl<P, C> Classifier<P, C> {
                         }),
                     }
                 }
-                Step::Lpm { .. } => {
+                SearchStep::Lpm { .. } => {
                     let Some(plan) = &self.lpm else { continue };
                     let pending = |i: usize| best.get(i).is_some_and(|b| *b < max);
                     hits.clear();
@@ -1200,7 +1199,7 @@ mod tests {
     /// hash collides with the rule's would).
     #[test]
     fn words_beyond_the_entry_are_compared_with_the_rule() {
-        let mut m = Match::any();
+        let mut m = FlowMatch::any();
         m.set(Field::InPort, FieldValue::from(1u32), None);
         m.set(Field::Metadata, FieldValue::from(7u64), None);
         m.set(Field::EthType, FieldValue::from(0x0800u16), None);
@@ -1221,7 +1220,7 @@ mod tests {
             panic!("no subtable");
         };
         assert!(sub.lanes().len() > 1 + ENTRY_REST);
-        let t = c.tuple(sub);
+        let t = c.subtable_probe(sub);
         let h = t.hash(key.words());
         assert!(t.find_hashed(h, key.words()).is_some());
         assert!(t.find_hashed(h, other.words()).is_none());

@@ -2,11 +2,8 @@
 //! its masked key.
 
 use super::hash::{hash_lanes, Index, Lane, Seed, ENTRY_REST};
-use crate::key::{FlowKey, KEY_WORDS};
+use crate::key::{FlowKey, Words};
 use std::collections::BTreeMap;
-
-/// Key or mask words.
-pub type Words = [u64; KEY_WORDS];
 
 /// Rules sharing one mask.
 #[derive(Clone, Debug)]

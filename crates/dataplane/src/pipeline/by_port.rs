@@ -8,7 +8,7 @@ use super::Tally;
 use crate::counters::{CounterCell, Shard};
 use crate::key::FlowKey;
 use crate::program::flag;
-use crate::state::{FlowEntry, FlowTable};
+use crate::snapshot::{FlowEntry, FlowTable};
 
 /// Ports remembered at once (by `in_port % PORTS`).
 const PORTS: usize = 64;

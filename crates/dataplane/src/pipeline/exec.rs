@@ -5,13 +5,13 @@ use super::output::{output, packet_in, transmit, with_copy};
 use super::{Env, Meta, Verdict};
 use crate::actions::{self, ActionSet, Frame, InvalidTtl};
 use crate::batch::{PacketInReason, PacketSink};
-use crate::datapath::GroupType;
 use crate::group::{self, Choice};
 use crate::ir::{port, Action};
 use crate::key::{Field, FieldValue, FlowKey, ParseDepth};
 use crate::meter::{increase_drop_precedence, MeterVerdict};
-use crate::program::{flag, op_for, Op, OpList, NO_GOTO};
-use crate::state::{FlowEntry, GroupBucket};
+use crate::model::GroupType;
+use crate::program::{compile_action, flag, CompiledAction, CompiledActions, NO_GOTO};
+use crate::snapshot::{CompiledBucket, FlowEntry};
 
 /// Most buckets one group executes.
 const MAX_BUCKETS: usize = 64;
@@ -158,7 +158,7 @@ fn run_ops<S: PacketSink>(
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
     meta: &mut Meta,
-    ops: &[Op],
+    ops: &[CompiledAction],
     slow: &[Action],
 ) -> Verdict {
     for op in ops {
@@ -179,7 +179,7 @@ fn run_sorted<S: PacketSink>(
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
     meta: &mut Meta,
-    ops: &[Op],
+    ops: &[CompiledAction],
     slow: &[Action],
 ) {
     let count = ops.len();
@@ -200,7 +200,7 @@ pub(super) fn apply_action<S: PacketSink>(
     last: bool,
 ) -> Verdict {
     let slow = core::slice::from_ref(&action);
-    apply_op(env, frame, key, meta, op_for(action), slow, last)
+    apply_op(env, frame, key, meta, compile_action(action), slow, last)
 }
 
 /// Applies one op. `last` means the packet is not used afterwards, so a group may run its
@@ -212,30 +212,32 @@ fn apply_op<S: PacketSink>(
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
     meta: &mut Meta,
-    op: Op,
+    op: CompiledAction,
     slow: &[Action],
     last: bool,
 ) -> Verdict {
     match op {
-        Op::Output(port) if port != meta.in_port => transmit(env, port, frame.bytes(), meta),
+        CompiledAction::Output(port) if port != meta.in_port => {
+            transmit(env, port, frame.bytes(), meta)
+        }
         // Never back out of the ingress port: that takes the reserved port IN_PORT.
-        Op::Output(_) => env.drops.other += 1,
-        Op::SetEthDst(mac) => {
+        CompiledAction::Output(_) => env.drops.other += 1,
+        CompiledAction::SetEthDst(mac) => {
             key.eth_dst = mac;
             frame.put_mac(0, mac);
         }
-        Op::SetEthSrc(mac) => {
+        CompiledAction::SetEthSrc(mac) => {
             key.eth_src = mac;
             frame.put_mac(6, mac);
         }
-        Op::DecNwTtl => {
+        CompiledAction::DecNwTtl => {
             if let Err(e) = actions::dec_nw_ttl(frame, key) {
                 return ttl_expired(env, frame, key, meta, e);
             }
         }
-        Op::SetIpv4Src(a) => actions::set_ipv4(frame, key, false, a),
-        Op::SetIpv4Dst(a) => actions::set_ipv4(frame, key, true, a),
-        Op::Group(id) => run_group(env, frame, key, meta, id, last),
+        CompiledAction::SetIpv4Src(a) => actions::set_ipv4(frame, key, false, a),
+        CompiledAction::SetIpv4Dst(a) => actions::set_ipv4(frame, key, true, a),
+        CompiledAction::Group(id) => run_group(env, frame, key, meta, id, last),
         op => return apply_other(env, frame, key, meta, op, slow),
     }
     Verdict::Continue
@@ -249,26 +251,28 @@ fn apply_other<S: PacketSink>(
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
     meta: &mut Meta,
-    op: Op,
+    op: CompiledAction,
     slow: &[Action],
 ) -> Verdict {
     match op {
-        Op::Reserved(port) => output(env, frame.bytes(), key, meta, port, 0),
-        Op::Controller(max_len) => output(env, frame.bytes(), key, meta, port::CONTROLLER, max_len),
-        Op::SetQueue(q) => meta.queue = Some(q),
-        Op::Slow(i) => {
+        CompiledAction::Reserved(port) => output(env, frame.bytes(), key, meta, port, 0),
+        CompiledAction::Controller(max_len) => {
+            output(env, frame.bytes(), key, meta, port::CONTROLLER, max_len)
+        }
+        CompiledAction::SetQueue(q) => meta.queue = Some(q),
+        CompiledAction::Slow(i) => {
             if let Some(a) = slow.get(usize::from(i)) {
                 return edit(env, frame, key, meta, *a);
             }
         }
         // Run by `apply_op` itself.
-        Op::Output(_)
-        | Op::Group(_)
-        | Op::SetEthDst(_)
-        | Op::SetEthSrc(_)
-        | Op::SetIpv4Src(_)
-        | Op::SetIpv4Dst(_)
-        | Op::DecNwTtl => {}
+        CompiledAction::Output(_)
+        | CompiledAction::Group(_)
+        | CompiledAction::SetEthDst(_)
+        | CompiledAction::SetEthSrc(_)
+        | CompiledAction::SetIpv4Src(_)
+        | CompiledAction::SetIpv4Dst(_)
+        | CompiledAction::DecNwTtl => {}
     }
     Verdict::Continue
 }
@@ -449,7 +453,7 @@ fn run_group<S: PacketSink>(
 
 /// Counts a packet of `len` bytes in `bucket`'s counter.
 #[inline(always)]
-fn count_bucket<S: PacketSink>(env: &Env<'_, S>, bucket: &GroupBucket, len: u64) {
+fn count_bucket<S: PacketSink>(env: &Env<'_, S>, bucket: &CompiledBucket, len: u64) {
     if let Some(c) = bucket.counter {
         c.add(env.shard, 1, len);
     }
@@ -463,7 +467,7 @@ fn run_bucket_in_place<S: PacketSink>(
     frame: &mut Frame<'_>,
     key: &mut FlowKey,
     meta: &Meta,
-    bucket: &OpList,
+    bucket: &CompiledActions,
 ) {
     let mut bucket_meta = *meta;
     env.depth -= 1;

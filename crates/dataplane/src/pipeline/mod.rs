@@ -21,14 +21,15 @@ pub(crate) use single::{packet_out, process_normal};
 
 use crate::actions::{ActionSet, Frame};
 use crate::batch::{PacketBatch, PacketSink};
-use crate::classifier::{LookupScratch, Words, NO_RULE};
+use crate::classifier::{LookupScratch, NO_RULE};
 use crate::counters::{Shard, ShardLease};
-use crate::datapath::{FlowId, FragHandling, Shared};
 use crate::isa::Isa;
-use crate::key::{frag, FlowKey, ParseDepth};
+use crate::key::{frag, FlowKey, ParseDepth, Words};
+use crate::model::{FlowId, FragHandling};
 use crate::parse::{parse_to, ParseStats};
 use crate::program::flag;
-use crate::state::{FlowEntry, FlowTable, PortEntry, State};
+use crate::shared::Shared;
+use crate::snapshot::{FlowEntry, FlowTable, PortEntry, Snapshot};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Headroom of the copy buffers (group buckets, packet-out, InSP).
@@ -325,7 +326,7 @@ enum Verdict {
 
 /// Everything action execution needs besides the packet itself.
 struct Env<'a, S> {
-    state: &'a State,
+    state: &'a Snapshot,
     shared: &'a Shared,
     shard: Shard,
     now: u64,
@@ -334,7 +335,7 @@ struct Env<'a, S> {
     drops: &'a mut Drops,
     parse: &'a mut ParseStats,
     depth: u8,
-    /// [`State::writes_action_sets`]: when false, packets' action sets are never written,
+    /// [`Snapshot::writes_action_sets`]: when false, packets' action sets are never written,
     /// so they are neither cleared nor read.
     action_sets: bool,
 }
@@ -359,7 +360,7 @@ fn flush(shared: &Shared, drops: &mut Drops) {
 /// What one call of the pipeline works on: the snapshot, the reader's own state, the batch
 /// and where its results go.
 pub(crate) struct Job<'a, S> {
-    pub state: &'a State,
+    pub state: &'a Snapshot,
     pub shared: &'a Shared,
     pub lease: &'a ShardLease,
     pub scratch: &'a mut Scratch,
@@ -436,7 +437,7 @@ fn process_windows<S: PacketSink, const V3: bool>(job: Job<'_, S>) {
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn process_window<S: PacketSink, const V3: bool>(
-    state: &State,
+    state: &Snapshot,
     shared: &Shared,
     lease: &ShardLease,
     scratch: &mut Scratch,
@@ -684,13 +685,13 @@ fn prefetch_counters(table: &FlowTable, slot: u32, shard: Shard) {
 /// port, as a batch usually comes from one), refuses it when the port does not receive,
 /// parses it and applies the fragment policy.
 struct Intake<'s> {
-    state: &'s State,
+    state: &'s Snapshot,
     shard: Shard,
     last: Option<(u32, Option<&'s PortEntry>)>,
 }
 
 impl<'s> Intake<'s> {
-    fn new(state: &'s State, shard: Shard) -> Self {
+    fn new(state: &'s Snapshot, shard: Shard) -> Self {
         Intake {
             state,
             shard,

@@ -8,16 +8,16 @@ use super::{flush, Env, Intake, Meta, Scratch, COPY_HEADROOM, MAX_DEPTH};
 use crate::actions::{ActionSet, Frame};
 use crate::batch::{PacketBatch, PacketSink};
 use crate::counters::ShardLease;
-use crate::datapath::Shared;
 use crate::ir::Action;
 use crate::key::{FlowKey, ParseDepth};
 use crate::parse::parse_to;
-use crate::state::State;
+use crate::shared::Shared;
+use crate::snapshot::Snapshot;
 
 /// The environment of the per-packet paths: the reader's copy pool and drop counters, the
 /// full nesting budget.
 fn single_env<'a, S>(
-    state: &'a State,
+    state: &'a Snapshot,
     shared: &'a Shared,
     lease: &'a ShardLease,
     scratch: &'a mut Scratch,
@@ -41,7 +41,7 @@ fn single_env<'a, S>(
 /// Runs a batch through NORMAL alone (fail-standalone with no controller): the same intake
 /// and counters as [`super::process`], then the legacy learning switch instead of the tables.
 pub(crate) fn process_normal<S: PacketSink>(
-    state: &State,
+    state: &Snapshot,
     shared: &Shared,
     lease: &ShardLease,
     scratch: &mut Scratch,
@@ -144,7 +144,7 @@ pub(super) fn insp<S: PacketSink>(
 /// Executes a packet-out.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn packet_out<S: PacketSink>(
-    state: &State,
+    state: &Snapshot,
     shared: &Shared,
     lease: &ShardLease,
     scratch: &mut Scratch,

@@ -5,11 +5,11 @@
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketInReason, PacketSink};
 use dataplane::counters::FlowCounters;
 use dataplane::datapath::{
-    self, DatapathConfig, DatapathReader, DatapathReaderFactory, DatapathWriter, FlowId, Op,
-    PortInfo,
+    self, DatapathConfig, DatapathReader, DatapathReaderFactory, DatapathWriter,
 };
 use dataplane::ir::{Action, Instruction};
-use dataplane::key::{Field, FieldValue, Match};
+use dataplane::key::{Field, FieldValue, FlowMatch};
+use dataplane::model::{FlowId, Op, OpSink, PortInfo};
 use std::sync::Arc;
 
 pub const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
@@ -127,6 +127,7 @@ pub fn datapath_readers(n_ports: u32) -> (DatapathWriter, DatapathReaderFactory)
     for p in 1..=n_ports {
         w.apply(Op::SetPort {
             port_no: p,
+            counters: w.port_counters(p).unwrap_or_default(),
             info: PortInfo {
                 live: true,
                 ..PortInfo::default()
@@ -141,7 +142,7 @@ pub fn flow(
     table: u8,
     id: u64,
     priority: u16,
-    m: Match,
+    m: FlowMatch,
     ins: Vec<Instruction>,
 ) -> (Op, Arc<FlowCounters>) {
     let counters = FlowCounters::new();
@@ -161,7 +162,7 @@ pub fn add_flow(
     table: u8,
     id: u64,
     priority: u16,
-    m: Match,
+    m: FlowMatch,
     ins: Vec<Instruction>,
 ) -> Arc<FlowCounters> {
     let (op, c) = flow(table, id, priority, m, ins);
@@ -180,8 +181,8 @@ pub fn apply(actions: Vec<Action>) -> Instruction {
     Instruction::ApplyActions(actions)
 }
 
-pub fn m(fields: &[(Field, u128)]) -> Match {
-    let mut m = Match::any();
+pub fn m(fields: &[(Field, u128)]) -> FlowMatch {
+    let mut m = FlowMatch::any();
     for &(f, v) in fields {
         m.set(f, FieldValue(v), None);
     }

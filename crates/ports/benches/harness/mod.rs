@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use ports::{AfPacketPort, PortCounters};
+use ports::{AfPacketPort, SocketCounters};
 
 use crate::common::test_frame;
 
@@ -64,7 +64,7 @@ pub fn thread_cpu() -> (f64, f64) {
     (field(11), field(12))
 }
 
-pub fn generate(mut port: AfPacketPort, stop: Arc<AtomicBool>) -> PortCounters {
+pub fn generate(mut port: AfPacketPort, stop: Arc<AtomicBool>) -> SocketCounters {
     pin_to_cpu(0);
     let frame = test_frame(1, 60);
     while !stop.load(Ordering::Relaxed) {

@@ -9,8 +9,8 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{fence, Ordering};
 
 use super::rx_ring::{vlan_from_status, RingFrame};
-use crate::offload::{VnetHeader, MAX_GSO_FRAME, VNET_HDR_LEN};
 use crate::sys;
+use crate::vnet::{VnetHeader, MAX_GSO_FRAME, VNET_HDR_LEN};
 
 const SLOT_HEADER_LEN: usize = size_of::<libc::tpacket2_hdr>();
 

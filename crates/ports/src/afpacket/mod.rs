@@ -11,7 +11,7 @@
 //!
 //! PACKET_VNET_HDR is on in both directions. On receive, frames that a local stack
 //! sent through a veth may still carry a partial checksum or be a GSO super-frame;
-//! the header says so and `offload` finishes the job, so consumers always see
+//! the header says so and `vnet` finishes the job, so consumers always see
 //! wire-valid frames. On transmit, a header asking for no offload lets us set its
 //! `hdr_len` to the whole frame: the kernel then copies the frame into the socket
 //! buffer instead of referencing ring pages, which veth would otherwise have to copy
@@ -28,10 +28,10 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::frame::{fits_mtu, PortCounters, RxFrame, VLAN_TAG_LEN};
+use crate::frame::{fits_mtu, RxFrame, SocketCounters, VLAN_TAG_LEN};
 use crate::iface::{interface_index, interface_mtu};
-use crate::offload::{self, Segmenter};
 use crate::sys::{self, Mmap};
+use crate::vnet::{self, Segmenter};
 use frame_ring::FrameRing;
 use rx_ring::{RingFrame, RxRing};
 use tx_ring::{PushError, TxRing, V2_SLOT, V3_SLOT};
@@ -73,7 +73,7 @@ pub struct AfPacketPort {
     ifname: String,
     ifindex: u32,
     mtu: u32,
-    counters: PortCounters,
+    counters: SocketCounters,
     segmenter: Segmenter,
     /// Receive drops the kernel reported; PACKET_STATISTICS resets on every read.
     kernel_drops: Cell<u64>,
@@ -141,7 +141,7 @@ impl AfPacketPort {
             ifname: ifname.to_owned(),
             ifindex,
             mtu,
-            counters: PortCounters::default(),
+            counters: SocketCounters::default(),
             segmenter: Segmenter::new(),
             kernel_drops: Cell::new(0),
         })
@@ -176,9 +176,7 @@ impl AfPacketPort {
                     deliver(seg, (seg.len() + tag_len) as u32);
                 });
                 malformed += u64::from(segments.is_none());
-            } else if frame.vnet.needs_csum()
-                && !offload::complete_checksum(frame.data, &frame.vnet)
-            {
+            } else if frame.vnet.needs_csum() && !vnet::complete_checksum(frame.data, &frame.vnet) {
                 malformed += 1;
             } else {
                 deliver(frame.data, frame.orig_len);
@@ -274,7 +272,7 @@ impl AfPacketPort {
     }
 
     /// Counters, with the kernel's receive drops folded in.
-    pub fn stats(&self) -> PortCounters {
+    pub fn stats(&self) -> SocketCounters {
         let initial = libc::tpacket_stats_v3 {
             tp_packets: 0,
             tp_drops: 0,

@@ -10,7 +10,7 @@ use std::mem::offset_of;
 use std::sync::atomic::{fence, Ordering};
 
 use crate::frame::VlanTag;
-use crate::offload::{VnetHeader, VNET_HDR_LEN};
+use crate::vnet::{VnetHeader, VNET_HDR_LEN};
 
 const BLOCK_STATUS: usize =
     offset_of!(libc::tpacket_block_desc, hdr) + offset_of!(libc::tpacket_hdr_v1, block_status);

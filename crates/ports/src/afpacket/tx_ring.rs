@@ -8,7 +8,7 @@
 use std::mem::offset_of;
 use std::sync::atomic::{fence, Ordering};
 
-use crate::offload::VNET_HDR_LEN;
+use crate::vnet::VNET_HDR_LEN;
 
 /// Where the fields of a transmit slot live for one TPACKET version.
 #[derive(Clone, Copy)]

@@ -48,7 +48,7 @@ use std::os::fd::RawFd;
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
-use crate::frame::{fits_mtu, PortCounters, RxFrame};
+use crate::frame::{fits_mtu, RxFrame, SocketCounters};
 use crate::iface::{interface_index, interface_mtu};
 use crate::sys;
 use program::RedirectProgram;
@@ -84,7 +84,7 @@ pub struct XdpPort {
     ifindex: u32,
     queue_id: u32,
     mtu: u32,
-    counters: PortCounters,
+    counters: SocketCounters,
 }
 
 /// An `xdpilone` error with the step that failed.
@@ -204,7 +204,7 @@ impl XdpPort {
             ifindex,
             queue_id: opts.queue_id,
             mtu,
-            counters: PortCounters::default(),
+            counters: SocketCounters::default(),
         })
     }
 
@@ -365,7 +365,7 @@ impl XdpPort {
 
     /// Counters, with the kernel's receive drops (fill ring empty, RX ring full, frame
     /// larger than a chunk) and invalid descriptors folded in.
-    pub fn stats(&self) -> PortCounters {
+    pub fn stats(&self) -> SocketCounters {
         let mut counters = self.counters;
         if let Ok(st) = self.socket.statistics_v2() {
             counters.rx_dropped += st.rx_dropped + st.rx_ring_full + st.rx_invalid_descs;

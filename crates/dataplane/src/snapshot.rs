@@ -1,14 +1,15 @@
-//! The double-buffered datapath state and how ops apply to it (see `datapath.rs` for the
-//! left-right design).
+//! The datapath's snapshot: one copy of the double-buffered state (flow tables, groups,
+//! meters, ports, templates) and how ops apply to it (see `datapath.rs` for the left-right
+//! design).
 
 use crate::classifier::hash::SeededMap;
 use crate::classifier::Classifier;
 use crate::counters::{CounterCell, FlowCounters, PortCounters, ShardedPair};
-use crate::datapath::{FlowId, Group, GroupType, Op, PortInfo, SwitchConfig};
-use crate::key::{Match, ParseDepth};
+use crate::key::{FlowMatch, ParseDepth};
 use crate::meter::Meter;
+use crate::model::{FlowId, Group, GroupType, Op, PortInfo, SwitchFlags};
 use crate::normal::{NormalPorts, PortVlanMode};
-use crate::program::{flag, OpList, Program};
+use crate::program::{flag, CompiledActions, Program};
 use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -191,33 +192,28 @@ pub(crate) struct GroupEntry {
     /// The group's type and counter, at hand without going through `group`.
     pub kind: GroupType,
     pub counter: CounterCell,
-    pub buckets: Box<[GroupBucket]>,
+    pub buckets: Box<[CompiledBucket]>,
 }
 
 /// A bucket as the hot path runs it: its actions (in action-set order) compiled, and its
 /// counter (none when the group came with fewer bucket counters than buckets).
 #[derive(Clone, Debug)]
-pub(crate) struct GroupBucket {
-    pub ops: OpList,
+pub(crate) struct CompiledBucket {
+    pub ops: CompiledActions,
     pub counter: Option<CounterCell>,
 }
 
-/// The internal op: [`Op`] with the writer-side additions both copies must share.
+/// The internal op: an [`Op`], or an insert the first copy has compiled for the second.
 #[derive(Clone)]
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Update {
     Op(Op),
-    Port {
-        port_no: u32,
-        info: PortInfo,
-        counters: Arc<PortCounters>,
-    },
     /// An `InsertFlow` the first copy has already compiled: the second copy reuses the entry
     /// instead of compiling the instructions again.
     Insert {
         table: u8,
         priority: u16,
-        match_: Match,
+        match_: FlowMatch,
         entry: FlowEntry,
         keep: FlowKeep,
     },
@@ -259,14 +255,14 @@ impl Update {
 
 /// One copy of the datapath state.
 #[derive(Clone)]
-pub(crate) struct State {
+pub(crate) struct Snapshot {
     pub tables: Vec<FlowTable>,
     pub groups: IdMap<GroupEntry>,
     pub meters: IdMap<Arc<Meter>>,
     pub templates: IdMap<Arc<PacketTemplate>>,
     /// Ordered so FLOOD/ALL emit in port order.
     pub ports: PortTable,
-    pub config: SwitchConfig,
+    pub config: SwitchFlags,
     /// VLAN modes of the ports, for NORMAL.
     pub normal_ports: NormalPorts,
     /// Number of flows whose match needs each parse depth.
@@ -275,15 +271,15 @@ pub(crate) struct State {
     set_writers: u32,
 }
 
-impl State {
+impl Snapshot {
     pub fn new(n_tables: u8) -> Self {
-        State {
+        Snapshot {
             tables: (0..n_tables).map(|_| Classifier::default()).collect(),
             groups: IdMap::default(),
             meters: IdMap::default(),
             templates: IdMap::default(),
             ports: PortTable::default(),
-            config: SwitchConfig::default(),
+            config: SwitchFlags::default(),
             normal_ports: NormalPorts::new(),
             depth_counts: [0; 3],
             set_writers: 0,
@@ -338,7 +334,7 @@ impl State {
         &mut self,
         table: u8,
         priority: u16,
-        match_: &Match,
+        match_: &FlowMatch,
         entry: FlowEntry,
         keep: FlowKeep,
     ) {
@@ -360,27 +356,24 @@ impl State {
                 entry,
                 keep,
             } => self.insert_flow(*table, *priority, match_, entry.clone(), keep.clone()),
-            Update::Port {
-                port_no,
-                info,
-                counters,
-            } => {
-                let mode = info.vlan_mode.clone().unwrap_or(PortVlanMode::Trunk {
-                    allowed: None,
-                    native: Some(1),
-                });
-                self.normal_ports.set(*port_no, mode);
-                self.ports.insert(
-                    *port_no,
-                    PortEntry {
-                        info: info.clone(),
-                        counters: Arc::clone(counters),
-                        rx: counters.rx.cell(),
-                    },
-                );
-            }
             Update::Op(op) => self.apply_op(op),
         }
+    }
+
+    fn set_port(&mut self, port_no: u32, info: &PortInfo, counters: &Arc<PortCounters>) {
+        let mode = info.vlan_mode.clone().unwrap_or(PortVlanMode::Trunk {
+            allowed: None,
+            native: Some(1),
+        });
+        self.normal_ports.set(port_no, mode);
+        self.ports.insert(
+            port_no,
+            PortEntry {
+                info: info.clone(),
+                counters: Arc::clone(counters),
+                rx: counters.rx.cell(),
+            },
+        );
     }
 
     fn apply_op(&mut self, op: &Op) {
@@ -417,8 +410,8 @@ impl State {
                     .buckets
                     .iter()
                     .enumerate()
-                    .map(|(i, b)| GroupBucket {
-                        ops: OpList::compile(&b.actions),
+                    .map(|(i, b)| CompiledBucket {
+                        ops: CompiledActions::compile(&b.actions),
                         counter: group.counters.buckets.get(i).map(ShardedPair::cell),
                     })
                     .collect();
@@ -439,22 +432,16 @@ impl State {
             Op::RemoveMeter { id } => {
                 self.meters.remove(*id);
             }
-            Op::SetPort { .. } => {}
+            Op::SetPort {
+                port_no,
+                info,
+                counters,
+            } => self.set_port(*port_no, info, counters),
             Op::RemovePort { port_no } => {
                 self.ports.remove(*port_no);
                 self.normal_ports.remove(*port_no);
             }
-            Op::SetSwitchConfig {
-                miss_send_len,
-                invalid_ttl_to_controller,
-                frag,
-            } => {
-                self.config = SwitchConfig {
-                    miss_send_len: *miss_send_len,
-                    invalid_ttl_to_controller: *invalid_ttl_to_controller,
-                    frag: *frag,
-                };
-            }
+            Op::SetSwitchFlags(flags) => self.config = *flags,
             Op::SetTemplate { id, template } => {
                 self.templates.insert(*id, Arc::clone(template));
             }
@@ -474,7 +461,7 @@ fn step(count: &mut u32, add: bool) {
     };
 }
 
-impl left_right::Absorb<Update> for State {
+impl left_right::Absorb<Update> for Snapshot {
     fn absorb_first(&mut self, update: &mut Update, _other: &Self) {
         update.prepare();
         self.apply(update);
