@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from hairpin.testing import unavailable_reason
@@ -9,7 +11,14 @@ from hairpin.testing import unavailable_reason
 
 @pytest.fixture
 def root() -> None:
-    """Skip the test unless it can make network namespaces and run Open vSwitch."""
+    """Skip the test unless it can make network namespaces and run Open vSwitch.
+
+    With HAIRPIN_TEST_STRICT=1 (scripts/test.sh, so CI) the test fails instead, naming what is
+    missing: a test that cannot run never passes quietly.
+    """
     reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(reason)
+    if reason is None:
+        return
+    if os.environ.get("HAIRPIN_TEST_STRICT") == "1":
+        pytest.fail(f"cannot run: {reason} (HAIRPIN_TEST_STRICT=1)")
+    pytest.skip(reason)

@@ -4,7 +4,6 @@ use crate::classifier::hash::{hash_masked, Seed};
 use crate::ir::{port, GROUP_ANY};
 use crate::key::{FlowKey, KEY_WORDS};
 use crate::model::{Group, GroupBucket, GroupType};
-use crate::program::action_set_order;
 use crate::snapshot::Snapshot;
 
 /// Watch chains deeper than this count as dead (the core rejects loops; this bounds work).
@@ -120,21 +119,4 @@ fn select(state: &Snapshot, group: &Group, key: &FlowKey) -> Choice {
         point -= w;
     }
     Choice::Nothing
-}
-
-/// Rewrites every bucket's actions into action-set order (a bucket is an action set).
-pub(crate) fn normalize(group: &Group) -> Group {
-    let buckets = group
-        .buckets
-        .iter()
-        .map(|b| GroupBucket {
-            actions: action_set_order(&b.actions),
-            ..b.clone()
-        })
-        .collect();
-    Group {
-        kind: group.kind,
-        buckets,
-        counters: group.counters.clone(),
-    }
 }

@@ -7,9 +7,9 @@ use crate::classifier::Classifier;
 use crate::counters::{CounterCell, FlowCounters, PortCounters, ShardedPair};
 use crate::key::{FlowMatch, ParseDepth};
 use crate::meter::Meter;
-use crate::model::{FlowId, Group, GroupType, Op, PortInfo, SwitchFlags};
+use crate::model::{FlowId, Group, GroupBucket, GroupType, Op, PortInfo, SwitchFlags};
 use crate::normal::{NormalPorts, PortVlanMode};
-use crate::program::{flag, CompiledActions, Program};
+use crate::program::{action_set_order, flag, CompiledActions, Program};
 use crate::template::PacketTemplate;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -405,7 +405,7 @@ impl Snapshot {
                 }
             }
             Op::SetGroup { id, group } => {
-                let group = crate::group::normalize(group);
+                let group = normalize(group);
                 let buckets = group
                     .buckets
                     .iter()
@@ -482,5 +482,22 @@ impl left_right::Absorb<Update> for Snapshot {
 
     fn sync_with(&mut self, first: &Self) {
         *self = first.clone();
+    }
+}
+
+/// Rewrites every bucket's actions into action-set order (a bucket is an action set).
+fn normalize(group: &Group) -> Group {
+    let buckets = group
+        .buckets
+        .iter()
+        .map(|b| GroupBucket {
+            actions: action_set_order(&b.actions),
+            ..b.clone()
+        })
+        .collect();
+    Group {
+        kind: group.kind,
+        buckets,
+        counters: group.counters.clone(),
     }
 }

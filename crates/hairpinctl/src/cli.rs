@@ -13,6 +13,9 @@ pub struct Cli {
     /// Where hairpind listens: unix:PATH or tcp:IP:PORT.
     #[arg(long, env = "HAIRPIN_TARGET", default_value = DEFAULT_TARGET, global = true)]
     pub target: Target,
+    /// The daemon's control socket, for management commands (`call`).
+    #[arg(long, env = "HAIRPIN_CONTROL", default_value = crate::control::DEFAULT_CONTROL, global = true)]
+    pub control: PathBuf,
     /// Seconds to wait for each answer from the switch.
     #[arg(long, default_value_t = 30, global = true)]
     pub timeout: u64,
@@ -89,6 +92,12 @@ pub enum Command {
     DelMeters { meter: Option<String> },
     /// Send a barrier and wait for its reply.
     Barrier,
+    /// Run a management command on the control socket: `call help` lists them; PARAMS is
+    /// JSON (`call port/set-link '{"port": 5, "up": false}'`).
+    Call {
+        method: String,
+        params: Option<String>,
+    },
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use ofp::{
 
 use crate::cli::{Cli, Command};
 use crate::conn::Connection;
+use crate::control;
 use crate::error::CtlError;
 use crate::output;
 use crate::syntax::flow::{format_flow_stats, parse_flow, FlowSpec, FlowUse};
@@ -25,6 +26,12 @@ const ERROR_POLL_INTERVAL: usize = 1024;
 
 /// Connects to the target and runs the command, printing to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CtlError> {
+    let timeout = Duration::from_secs(cli.timeout);
+    if let Command::Call { method, params } = &cli.command {
+        let params = control::parse_params(params.as_deref())?;
+        let result = control::call(&cli.control, timeout, method, params)?;
+        return write_out(out, &control::format_result(&result));
+    }
     let mut conn = Connection::open(&cli.target, Duration::from_secs(cli.timeout))?;
     execute(&mut conn, &cli.command, cli.strict, out)
 }
@@ -157,6 +164,9 @@ pub fn execute(
             apply(conn, std::iter::empty::<(Message, Option<String>)>())?;
             write_out(out, "OFPT_BARRIER_REPLY (OF1.3)\n")
         }
+        Command::Call { .. } => Err(CtlError::Usage(
+            "`call` goes to the control socket, not to an OpenFlow connection".into(),
+        )),
     }
 }
 

@@ -29,6 +29,8 @@ pub enum CtlError {
     },
     /// Several failures of one batch, in order.
     Several(Vec<CtlError>),
+    /// A management command the daemon refused, with its reason.
+    Command(String),
 }
 
 impl CtlError {
@@ -66,9 +68,11 @@ impl fmt::Display for CtlError {
                 write!(f, "syntax error at {error}")?;
                 with_context(f, context)
             }
-            CtlError::Usage(m) | CtlError::Io(m) | CtlError::Protocol(m) | CtlError::Timeout(m) => {
-                f.write_str(m)
-            }
+            CtlError::Usage(m)
+            | CtlError::Io(m)
+            | CtlError::Protocol(m)
+            | CtlError::Timeout(m)
+            | CtlError::Command(m) => f.write_str(m),
             CtlError::Switch { error, context } => {
                 f.write_str(&describe_error(error))?;
                 with_context(f, context)

@@ -15,10 +15,15 @@
 //! `arp`, `icmp6`, `mpls`, ...). Printing uses the same names, so `dump-flows`,
 //! `dump-groups` and `dump-meters` lines can be fed back to the add commands. Switch errors
 //! are printed as `error: OFPET_X/OFPXXC_Y (type=T, code=C)` and exit with status 1.
+//!
+//! Management commands that are not OpenFlow go to the daemon's control socket
+//! (`--control PATH`, default `/run/hairpin/hairpind.ctl`, or `$HAIRPIN_CONTROL`):
+//! `hairpinctl call help` lists them, `hairpinctl call METHOD '{"param": 1}'` runs one.
 
 pub mod cli;
 pub mod commands;
 pub mod conn;
+pub mod control;
 pub mod error;
 mod error_names;
 pub mod output;

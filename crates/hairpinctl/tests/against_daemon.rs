@@ -24,31 +24,40 @@ fn daemon_binary() -> Option<PathBuf> {
     candidates.into_iter().flatten().find(|p| p.is_file())
 }
 
-/// A daemon listening on its own unix socket; killed when dropped.
+/// A daemon listening on its own unix socket, with its own control socket; killed when dropped.
 struct Daemon {
     child: Child,
     socket: PathBuf,
+    control: PathBuf,
 }
 
 impl Daemon {
     /// Starts the daemon, or `None` (after saying why) when there is none to start.
     fn start(tag: &str) -> Option<Daemon> {
         let Some(binary) = daemon_binary() else {
-            eprintln!(
-                "SKIPPED: no hairpind binary (set HAIRPIND_BIN or run `cargo build -p hairpind`)"
+            testkit::cannot_run(
+                tag,
+                "no hairpind binary (set HAIRPIND_BIN or run `cargo build -p hairpind`)",
             );
             return None;
         };
         let socket = PathBuf::from(format!("/tmp/hpctl-{}-{tag}.sock", std::process::id()));
+        let control = socket.with_extension("ctl");
         let _ = std::fs::remove_file(&socket);
         let child = Command::new(&binary)
             .arg("--listen")
             .arg(format!("punix:{}", socket.display()))
+            .arg("--control-socket")
+            .arg(&control)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-        let daemon = Daemon { child, socket };
+        let daemon = Daemon {
+            child,
+            socket,
+            control,
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         while UnixStream::connect(&daemon.socket).is_err() {
             assert!(
@@ -65,6 +74,8 @@ impl Daemon {
         Command::new(env!("CARGO_BIN_EXE_hairpinctl"))
             .arg("--target")
             .arg(format!("unix:{}", self.socket.display()))
+            .arg("--control")
+            .arg(&self.control)
             .arg("--timeout")
             .arg("20")
             .args(args)
@@ -107,6 +118,7 @@ impl Drop for Daemon {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.socket);
+        let _ = std::fs::remove_file(&self.control);
     }
 }
 
@@ -272,4 +284,19 @@ fn switch_and_syntax_errors_are_reported() {
         "failed adds must leave nothing behind"
     );
     assert!(d.ok(&["barrier"]).starts_with("OFPT_BARRIER_REPLY"));
+}
+
+#[test]
+fn management_commands_go_to_the_control_socket() {
+    let Some(d) = Daemon::start("control") else {
+        return;
+    };
+    let version = d.ok(&["call", "version"]);
+    assert!(version.contains("\"name\": \"hairpind\""), "{version}");
+    let help = d.ok(&["call", "help"]);
+    assert!(help.contains("\"version\""), "{help}");
+    let err = d.fails(&["call", "no/such"]);
+    assert!(err.contains("unknown method `no/such`"), "{err}");
+    let err = d.fails(&["call", "version", "{not json"]);
+    assert!(err.contains("params are not JSON"), "{err}");
 }

@@ -10,7 +10,7 @@ use hairpinctl::syntax::group::{format_group, parse_group};
 fn ovs_ofctl_present() -> bool {
     let present = Command::new("ovs-ofctl").arg("--version").output().is_ok();
     if !present {
-        eprintln!("SKIPPED: ovs-ofctl is not installed");
+        testkit::cannot_run("ovs_syntax", "ovs-ofctl is not installed");
     }
     present
 }

@@ -12,6 +12,9 @@ use serde::Deserialize;
 
 /// Where `hairpinctl` looks by default; the daemon listens there when given no `--listen`.
 pub const DEFAULT_MGMT_SOCKET: &str = "/run/hairpin/hairpind.sock";
+/// Where the daemon answers management commands unless told otherwise (`hairpinctl`'s
+/// default `--control`).
+pub const DEFAULT_CONTROL_SOCKET: &str = "/run/hairpin/hairpind.ctl";
 
 /// What the switch does while no controller is connected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -112,6 +115,9 @@ pub struct Cli {
     /// Capture every frame received or sent on port N into a pcap file (repeatable).
     #[arg(long = "pcap", value_name = "N=FILE", value_parser = parse_capture)]
     pub captures: Vec<(u32, PathBuf)>,
+    /// Unix socket for management commands (hairpinctl; default /run/hairpin/hairpind.ctl).
+    #[arg(long, value_name = "PATH")]
+    pub control_socket: Option<PathBuf>,
 }
 
 /// The settings file, field by field as documented in docs/config.md.
@@ -131,6 +137,7 @@ struct FileSettings {
     local_port: Option<String>,
     #[serde(default)]
     pcap: BTreeMap<String, PathBuf>,
+    control_socket: Option<PathBuf>,
 }
 
 /// A datapath id may be written as an integer or as a (hex) string, as operators copy it
@@ -156,6 +163,9 @@ pub struct Settings {
     pub local_port: Option<String>,
     /// Ports whose traffic is captured, with the pcap file.
     pub captures: BTreeMap<u32, PathBuf>,
+    /// Where management commands are served, when given; else [`DEFAULT_CONTROL_SOCKET`]
+    /// unless another daemon serves that one.
+    pub control_socket: Option<PathBuf>,
 }
 
 /// A settings error that names where it is: the file, line and field, or the flag.
@@ -280,6 +290,7 @@ impl Settings {
             rx_ring: RxRing::default(),
             local_port: None,
             captures: BTreeMap::new(),
+            control_socket: None,
         };
         if let Some(path) = &cli.config {
             let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -317,6 +328,9 @@ impl Settings {
             settings.local_port = Some(name);
         }
         settings.captures.extend(cli.captures);
+        if let Some(path) = cli.control_socket {
+            settings.control_socket = Some(path);
+        }
         if settings.listen.is_empty() {
             settings
                 .listen
@@ -408,6 +422,9 @@ impl Settings {
         if let Some(name) = file.local_port {
             check_ifname(&name).map_err(|m| at("local_port", "local_port", m))?;
             self.local_port = Some(name);
+        }
+        if let Some(path) = file.control_socket {
+            self.control_socket = Some(path);
         }
         for (number, file) in file.pcap {
             let field = format!("pcap.{number}");

@@ -2,6 +2,7 @@
 //! datapath, the switch core and the OpenFlow agent, and runs them until SIGINT or SIGTERM.
 
 mod config;
+mod control;
 mod datapath;
 mod links;
 
@@ -108,7 +109,8 @@ fn run(settings: Settings) -> std::io::Result<()> {
             ListenTarget::Tcp(_) => None,
         })
         .collect();
-    let result = runtime.block_on(serve(agent, settings));
+    let registry = Arc::new(control::Registry::new());
+    let result = runtime.block_on(serve(agent, settings, registry));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {
         let _ = handle.join();
@@ -119,8 +121,18 @@ fn run(settings: Settings) -> std::io::Result<()> {
     result
 }
 
-async fn serve(agent: Agent, settings: Settings) -> std::io::Result<()> {
+async fn serve(
+    agent: Agent,
+    settings: Settings,
+    registry: Arc<control::Registry>,
+) -> std::io::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
+    if let Some(socket) = open_control_socket(settings.control_socket.as_deref())? {
+        tasks.spawn(async move {
+            let (listener, _removed_on_exit) = socket;
+            control::serve(listener, registry).await
+        });
+    }
     for target in settings.listen {
         let agent = agent.clone();
         let shown = target.to_string();
@@ -151,5 +163,24 @@ async fn serve(agent: Agent, settings: Settings) -> std::io::Result<()> {
             Ok(result) => result,
             Err(e) => Err(std::io::Error::other(e)),
         },
+    }
+}
+
+/// Binds the control socket: the one given, or the default unless another daemon serves it
+/// (a second daemon on one host then runs without one, and says so).
+fn open_control_socket(
+    given: Option<&std::path::Path>,
+) -> std::io::Result<Option<(tokio::net::UnixListener, control::ControlSocket)>> {
+    let path = given.unwrap_or(std::path::Path::new(config::DEFAULT_CONTROL_SOCKET));
+    match control::bind(path) {
+        Ok(listener) => Ok(Some((listener, control::ControlSocket(path.to_path_buf())))),
+        Err(e) if given.is_none() && e.kind() == std::io::ErrorKind::AddrInUse => {
+            eprintln!("hairpind: {}: {e}; no control socket", path.display());
+            Ok(None)
+        }
+        Err(e) => Err(std::io::Error::new(
+            e.kind(),
+            format!("control socket {}: {e}", path.display()),
+        )),
     }
 }

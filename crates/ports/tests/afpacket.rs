@@ -420,7 +420,10 @@ fn tagged_frames_on_the_wire_as_tcpdump_sees_them() {
         .output()
         .is_err()
     {
-        eprintln!("SKIPPED tagged_frames_on_the_wire_as_tcpdump_sees_them: tcpdump not installed");
+        testkit::cannot_run(
+            "tagged_frames_on_the_wire_as_tcpdump_sees_them",
+            "tcpdump not installed",
+        );
         return;
     }
     for kind in KINDS {

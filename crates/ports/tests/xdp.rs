@@ -18,7 +18,7 @@ fn open_xdp(test: &str, ifname: &str) -> Option<XdpPort> {
     match XdpPort::open(ifname, &XdpOptions::default()) {
         Ok(port) => Some(port),
         Err(err) if err.kind() == io::ErrorKind::Unsupported => {
-            eprintln!("SKIPPED {test}: {err}");
+            testkit::cannot_run(test, &err.to_string());
             None
         }
         Err(err) => panic!("AF_XDP open of {ifname} failed: {err}"),
@@ -284,7 +284,7 @@ fn open_port_uses_xdp_when_it_works() {
     match (port, fallback) {
         (AnyPort::Xdp(_), None) => {}
         (_, Some(reason)) if reason.kind() == io::ErrorKind::Unsupported => {
-            eprintln!("SKIPPED {test}: {reason}");
+            testkit::cannot_run(test, &reason.to_string());
         }
         (_, reason) => panic!("expected AF_XDP, fell back: {reason:?}"),
     }

@@ -96,11 +96,12 @@ def wait_for_tcp(port: int, timeout: float, alive: subprocess.Popen[bytes] | Non
 
 @dataclass
 class HairpinDaemon:
-    """A running hairpind: its process, its passive TCP port and unix socket, its log."""
+    """A running hairpind: its process, its passive TCP port, unix socket, control socket, log."""
 
     process: subprocess.Popen[bytes]
     port: int
     unix_path: Path
+    control_path: Path
     log_path: Path
 
     @property
@@ -136,15 +137,17 @@ def running_hairpind(
     with tempfile.TemporaryDirectory(prefix="hairpind-") as workdir:
         port = free_tcp_port()
         unix_path = Path(workdir) / "hairpind.sock"
+        control_path = Path(workdir) / "hairpind.ctl"
         log_path = Path(workdir) / "hairpind.log"
         args = [str(binary), "--datapath-id", "0x1"]
         args += ["--listen", f"ptcp:{port}:127.0.0.1", "--listen", f"punix:{unix_path}"]
+        args += ["--control-socket", str(control_path)]
         for controller in controllers:
             args += ["--controller", controller]
         args += list(extra_args)
         with log_path.open("wb") as log:
             process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        daemon = HairpinDaemon(process, port, unix_path, log_path)
+        daemon = HairpinDaemon(process, port, unix_path, control_path, log_path)
         try:
             try:
                 wait_for_tcp(port, 20.0, process)

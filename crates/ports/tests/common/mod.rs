@@ -13,12 +13,7 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 
 /// Whether the tests can create namespaces; prints why a test is skipped if not.
 pub fn is_root(test: &str) -> bool {
-    // SAFETY: geteuid has no side effects.
-    let root = unsafe { libc::geteuid() } == 0;
-    if !root {
-        eprintln!("SKIPPED {test}: needs root (network namespaces, AF_PACKET)");
-    }
-    root
+    testkit::root(test)
 }
 
 /// A uniquely named network namespace that the current thread has entered.
