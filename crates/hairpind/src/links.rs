@@ -17,7 +17,7 @@ use ports::{
 };
 
 use crate::config::{PortBinding, PortIo, RxRing};
-use crate::datapath::PortSet;
+use crate::datapath::ports::PortSet;
 
 /// Fanout group shared by the threads of one daemon (any 16-bit id unique on the host).
 fn fanout_group() -> u16 {

@@ -8,8 +8,7 @@ mod links;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::sync_channel;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agent::target::ListenTarget;
 use agent::{Agent, AgentConfig};
@@ -43,7 +42,8 @@ fn main() -> ExitCode {
 fn run(settings: Settings) -> std::io::Result<()> {
     let dp_config = DatapathConfig::default();
     let (writer, readers) = dataplane::datapath::new(dp_config.clone());
-    let (jobs_tx, jobs_rx) = sync_channel(datapath::PACKET_OUT_QUEUE);
+    let doorbell = datapath::doorbell::Doorbell::new()?;
+    let (packet_out_sender, packet_outs) = datapath::packet_out::queue(doorbell.clone());
     let shared = std::sync::Arc::clone(writer.shared());
     let switch = Switch::new(
         SwitchSettings {
@@ -53,13 +53,12 @@ fn run(settings: Settings) -> std::io::Result<()> {
         },
         Box::new(writer),
         shared,
-        Box::new(datapath::PacketOutSender(jobs_tx)),
+        Box::new(packet_out_sender),
     );
     let agent = Agent::new(switch, AgentConfig::default());
     links::add_ports(&agent, &settings.ports)?;
 
     let stop = Arc::new(AtomicBool::new(false));
-    let jobs = Arc::new(Mutex::new(jobs_rx));
     let threads = settings.datapath_threads;
     // A TAP device cannot join a fanout group: the first thread serves LOCAL alone.
     let mut local = match &settings.local_port {
@@ -82,7 +81,8 @@ fn run(settings: Settings) -> std::io::Result<()> {
             agent: agent.clone(),
             reader: readers.reader(),
             ports,
-            jobs: Arc::clone(&jobs),
+            packet_outs: packet_outs.clone(),
+            doorbell: doorbell.clone(),
             standalone: settings.fail_mode == FailMode::Standalone,
             stop: Arc::clone(&stop),
         };
