@@ -56,12 +56,17 @@ pub(crate) fn open(path: &std::ffi::CStr, flags: i32, what: &str) -> io::Result<
 /// # Safety
 /// Implement only for `#[repr(C)]` integer-only structures (or integers).
 pub(crate) unsafe trait Plain: Copy {}
-// SAFETY: all of these are integers or repr(C) structs made only of integers.
+// SAFETY: an integer.
 unsafe impl Plain for libc::c_int {}
+// SAFETY: a repr(C) struct of four u32s.
 unsafe impl Plain for libc::tpacket_req3 {}
+// SAFETY: a repr(C) struct of three u32s.
 unsafe impl Plain for libc::tpacket_stats_v3 {}
+// SAFETY: a repr(C) struct of integers and a byte array (the multicast address).
 unsafe impl Plain for libc::packet_mreq {}
+// SAFETY: a repr(C) struct of integers and a byte array (the hardware address).
 unsafe impl Plain for libc::sockaddr_ll {}
+// SAFETY: a repr(C) struct of integers (family, padding, port id, groups).
 unsafe impl Plain for libc::sockaddr_nl {}
 
 /// `setsockopt` with a by-value option structure.

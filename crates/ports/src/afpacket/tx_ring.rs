@@ -148,9 +148,9 @@ impl TxRing {
         let mut vnet = [0u8; VNET_HDR_LEN];
         let hdr_len = frame.len().min(usize::from(u16::MAX)) as u16;
         vnet[2..4].copy_from_slice(&hdr_len.to_ne_bytes());
+        let layout = self.layout;
         // SAFETY: the slot is free (not owned by the kernel), the header fields and
         // `data + VNET_HDR_LEN + frame.len() <= frame_size` bytes lie inside it.
-        let layout = self.layout;
         unsafe {
             std::ptr::write_volatile(slot.add(layout.len).cast::<u32>(), len);
             std::ptr::write_volatile(slot.add(layout.snaplen).cast::<u32>(), len);
