@@ -3,14 +3,14 @@
 //! checksum operations over the result.
 //!
 //! A template is validated once, at creation: every operation must fit inside the template,
-//! and checksums with a pseudo-header (TCP, UDP, ICMPv6) need an IPv4/IPv6 header in the
-//! template before them, found by parsing the template. Instantiation is allocation-free.
+//! and a checksum with a pseudo-header (TCP, UDP, ICMPv6) names the IPv4/IPv6 header that
+//! supplies it, which must lie in the template before the bytes it covers. Instantiation is
+//! allocation-free.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::checksum;
-use crate::key::{FlowKey, ParseDepth, NO_OFFSET};
-use crate::parse::parse_to;
+use crate::key::NO_OFFSET;
 
 /// Copies `len` bytes at `src_offset` of the triggering packet to `dst_offset` of the new one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,21 +32,32 @@ pub enum ChecksumKind {
     Icmpv4,
     /// ICMPv6 message (IPv6 pseudo-header).
     Icmpv6,
-    /// TCP segment (IPv4 or IPv6 pseudo-header).
-    Tcp,
-    /// UDP datagram (pseudo-header; a computed 0 is sent as 0xffff).
-    Udp,
+    /// TCP segment with an IPv4 pseudo-header.
+    Tcpv4,
+    /// UDP datagram with an IPv4 pseudo-header (a computed 0 is sent as 0xffff).
+    Udpv4,
+    /// TCP segment with an IPv6 pseudo-header.
+    Tcpv6,
+    /// UDP datagram with an IPv6 pseudo-header (a computed 0 is sent as 0xffff).
+    Udpv6,
 }
 
 impl ChecksumKind {
-    /// Protocol number for the pseudo-header, if the kind has one.
-    fn pseudo_proto(self) -> Option<u8> {
+    /// The pseudo-header's IP version and protocol number, if the kind has one.
+    fn pseudo(self) -> Option<(IpVersion, u8)> {
+        use ChecksumKind::*;
         match self {
-            ChecksumKind::Ipv4Header | ChecksumKind::Icmpv4 => None,
-            ChecksumKind::Icmpv6 => Some(checksum::IPPROTO_ICMPV6),
-            ChecksumKind::Tcp => Some(checksum::IPPROTO_TCP),
-            ChecksumKind::Udp => Some(checksum::IPPROTO_UDP),
+            Ipv4Header | Icmpv4 => None,
+            Icmpv6 => Some((IpVersion::V6, checksum::IPPROTO_ICMPV6)),
+            Tcpv4 => Some((IpVersion::V4, checksum::IPPROTO_TCP)),
+            Udpv4 => Some((IpVersion::V4, checksum::IPPROTO_UDP)),
+            Tcpv6 => Some((IpVersion::V6, checksum::IPPROTO_TCP)),
+            Udpv6 => Some((IpVersion::V6, checksum::IPPROTO_UDP)),
         }
+    }
+
+    fn is_udp(self) -> bool {
+        matches!(self, ChecksumKind::Udpv4 | ChecksumKind::Udpv6)
     }
 }
 
@@ -62,6 +73,9 @@ pub struct ChecksumOp {
     pub len: usize,
     /// Where the 2-byte result goes.
     pub dst_offset: usize,
+    /// Start of the IP header supplying the pseudo-header (ignored by kinds without one), so
+    /// a template with several IP headers (a tunnel) names the one its checksum belongs to.
+    pub ip_offset: usize,
 }
 
 /// Why a template is rejected at creation.
@@ -71,8 +85,8 @@ pub enum TemplateError {
     CopyOutOfBounds(usize),
     /// Checksum operation `n` covers or writes outside the template.
     ChecksumOutOfBounds(usize),
-    /// Checksum operation `n` needs a pseudo-header but the template has no IP header
-    /// before its start.
+    /// Checksum operation `n` needs a pseudo-header but its `ip_offset` does not hold an IP
+    /// header of the kind's version ending before the covered bytes.
     NoIpHeader(usize),
     /// Template longer than the datapath's 16-bit offsets allow.
     TooLong,
@@ -87,11 +101,28 @@ pub enum InstantiateError {
     OutputTooSmall,
 }
 
-/// Where the pseudo-header addresses are in the template.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum IpHeader {
-    V4(usize),
-    V6(usize),
+enum IpVersion {
+    V4,
+    V6,
+}
+
+impl IpVersion {
+    /// The header's first nibble.
+    fn nibble(self) -> u8 {
+        match self {
+            IpVersion::V4 => 4,
+            IpVersion::V6 => 6,
+        }
+    }
+
+    /// Where the source and destination addresses sit in the header.
+    fn addrs(self) -> std::ops::Range<usize> {
+        match self {
+            IpVersion::V4 => 12..20,
+            IpVersion::V6 => 8..40,
+        }
+    }
 }
 
 /// A validated packet template with its counters.
@@ -100,7 +131,6 @@ pub struct PacketTemplate {
     bytes: Box<[u8]>,
     copy_ops: Vec<CopyOp>,
     checksum_ops: Vec<ChecksumOp>,
-    ip: Option<IpHeader>,
     /// Shortest trigger every copy operation can read from.
     min_trigger_len: usize,
     generated: AtomicU64,
@@ -131,22 +161,27 @@ impl PacketTemplate {
                 _ => return Err(TemplateError::CopyOutOfBounds(i)),
             }
         }
-        let ip = find_ip_header(&bytes);
         for (i, op) in checksum_ops.iter().enumerate() {
             let covered = end(op.start, op.len).is_some_and(|e| e <= n);
             let field = end(op.dst_offset, 2).is_some_and(|e| e <= n);
             if !covered || !field {
                 return Err(TemplateError::ChecksumOutOfBounds(i));
             }
-            if op.kind.pseudo_proto().is_some() && ip.is_none_or(|h| h.end() > op.start) {
-                return Err(TemplateError::NoIpHeader(i));
+            if let Some((version, _)) = op.kind.pseudo() {
+                let header_end = end(op.ip_offset, version.addrs().end);
+                let header_fits = header_end.is_some_and(|e| e <= op.start);
+                let is_version = bytes
+                    .get(op.ip_offset)
+                    .is_some_and(|b| b >> 4 == version.nibble());
+                if !header_fits || !is_version {
+                    return Err(TemplateError::NoIpHeader(i));
+                }
             }
         }
         Ok(Self {
             bytes: bytes.into_boxed_slice(),
             copy_ops,
             checksum_ops,
-            ip,
             min_trigger_len,
             generated: AtomicU64::new(0),
             trigger_errors: AtomicU64::new(0),
@@ -195,74 +230,38 @@ impl PacketTemplate {
             }
         }
         for op in &self.checksum_ops {
-            self.apply_checksum(pkt, op);
+            Self::apply_checksum(pkt, op);
         }
         self.generated.fetch_add(1, Relaxed);
         Ok(n)
     }
 
-    fn apply_checksum(&self, pkt: &mut [u8], op: &ChecksumOp) {
+    fn apply_checksum(pkt: &mut [u8], op: &ChecksumOp) {
         if let Some(field) = pkt.get_mut(op.dst_offset..op.dst_offset + 2) {
             field.fill(0);
         }
-        let pseudo = op
-            .kind
-            .pseudo_proto()
-            .map_or(0, |proto| self.pseudo(pkt, proto, op.len));
+        let pseudo = op.kind.pseudo().map_or(0, |(version, proto)| {
+            let addrs = version.addrs();
+            let header = pkt.get(op.ip_offset + addrs.start..op.ip_offset + addrs.end);
+            checksum::add(0, header.unwrap_or_default()) + u64::from(proto) + op.len as u64
+        });
         let Some(covered) = pkt.get(op.start..op.start + op.len) else {
             return;
         };
         let mut c = !checksum::fold(checksum::add(pseudo, covered));
-        if op.kind == ChecksumKind::Udp && c == 0 {
+        if op.kind.is_udp() && c == 0 {
             c = 0xffff;
         }
         if let Some(field) = pkt.get_mut(op.dst_offset..op.dst_offset + 2) {
             field.copy_from_slice(&c.to_be_bytes());
         }
     }
-
-    /// Pseudo-header sum from the (already copied-into) IP header of the packet.
-    fn pseudo(&self, pkt: &[u8], proto: u8, len: usize) -> u64 {
-        match self.ip {
-            Some(IpHeader::V4(l3)) => {
-                let addrs = pkt.get(l3 + 12..l3 + 20).unwrap_or_default();
-                checksum::add(0, addrs) + u64::from(proto) + len as u64
-            }
-            Some(IpHeader::V6(l3)) => {
-                let addrs = pkt.get(l3 + 8..l3 + 40).unwrap_or_default();
-                checksum::add(0, addrs) + u64::from(proto) + len as u64
-            }
-            None => 0,
-        }
-    }
-}
-
-impl IpHeader {
-    /// End of the address fields the pseudo-header reads.
-    fn end(self) -> usize {
-        match self {
-            IpHeader::V4(l3) => l3 + 20,
-            IpHeader::V6(l3) => l3 + 40,
-        }
-    }
-}
-
-fn find_ip_header(bytes: &[u8]) -> Option<IpHeader> {
-    let mut key = FlowKey::default();
-    // A template need not be a valid packet; only the header's position matters here.
-    let _ = parse_to(bytes, 0, ParseDepth::L2, &mut key);
-    let l3 = usize::from(key.layout.l3);
-    match key.eth_type {
-        _ if key.layout.l3 == NO_OFFSET => None,
-        0x0800 => Some(IpHeader::V4(l3)),
-        0x86dd => Some(IpHeader::V6(l3)),
-        _ => None,
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::FlowKey;
     use crate::parse::parse;
 
     const MAC_C: [u8; 6] = [0x02, 0xcc, 0, 0, 0, 0x0c];
@@ -371,12 +370,14 @@ mod tests {
                 start: 14,
                 len: 20,
                 dst_offset: 24,
+                ip_offset: 0,
             },
             ChecksumOp {
                 kind: ChecksumKind::Icmpv4,
                 start: 34,
                 len: 36,
                 dst_offset: 36,
+                ip_offset: 0,
             },
         ];
         let t = PacketTemplate::new(template, copies, sums).unwrap_or_else(|e| panic!("{e:?}"));
@@ -455,10 +456,11 @@ mod tests {
             }, // reply to the trigger's port
         ];
         let sums = vec![ChecksumOp {
-            kind: ChecksumKind::Udp,
+            kind: ChecksumKind::Udpv4,
             start: 34,
             len: 12,
             dst_offset: 40,
+            ip_offset: 14,
         }];
         let t = PacketTemplate::new(template, copies, sums).unwrap_or_else(|e| panic!("{e:?}"));
         let mut trigger = vec![0u8; 12];
@@ -489,6 +491,7 @@ mod tests {
             start: 54,
             len: 8,
             dst_offset: 56,
+            ip_offset: 14,
         }];
         let t = PacketTemplate::new(template, vec![], sums).unwrap_or_else(|e| panic!("{e:?}"));
         let mut out = [0u8; 62];
@@ -515,8 +518,8 @@ mod tests {
             template.extend_from_slice(&ipv4_packet([1, 2, 3, 4], [5, 6, 7, 8], 9, 17, &[0; 28]));
             let copies = vec![CopyOp { src_offset: src, dst_offset: 42, len }];
             let sums = vec![
-                ChecksumOp { kind: ChecksumKind::Udp, start: 34, len: 28, dst_offset: 40 },
-                ChecksumOp { kind: ChecksumKind::Ipv4Header, start: 14, len: 20, dst_offset: 24 },
+                ChecksumOp { kind: ChecksumKind::Udpv4, start: 34, len: 28, dst_offset: 40, ip_offset: 14 },
+                ChecksumOp { kind: ChecksumKind::Ipv4Header, start: 14, len: 20, dst_offset: 24, ip_offset: 0 },
             ];
             let t = PacketTemplate::new(template, copies, sums);
             proptest::prop_assert!(t.is_ok());
@@ -563,6 +566,7 @@ mod tests {
                 start,
                 len,
                 dst_offset,
+                ip_offset: 14,
             }]
         };
         let e =
@@ -571,7 +575,7 @@ mod tests {
         let e =
             PacketTemplate::new(arp_t.clone(), vec![], sum(ChecksumKind::Icmpv4, 14, 20, 41)).err();
         assert_eq!(e, Some(TemplateError::ChecksumOutOfBounds(0)));
-        let e = PacketTemplate::new(arp_t, vec![], sum(ChecksumKind::Udp, 14, 8, 20)).err();
+        let e = PacketTemplate::new(arp_t, vec![], sum(ChecksumKind::Udpv4, 14, 8, 20)).err();
         assert_eq!(e, Some(TemplateError::NoIpHeader(0)));
         assert_eq!(
             PacketTemplate::new(vec![0; 70_000], vec![], vec![]).err(),
@@ -579,5 +583,138 @@ mod tests {
         );
         let empty = PacketTemplate::new(vec![], vec![], vec![]);
         assert!(empty.is_ok_and(|t| t.is_empty() && t.bytes().is_empty()));
+    }
+
+    /// RFC 1071 sum written out word by word, independent of the `checksum` module: the
+    /// value a receiver computes over a segment whose checksum is right is 0xffff.
+    fn ones_complement_sum(chunks: &[&[u8]]) -> u16 {
+        let mut sum: u32 = 0;
+        for chunk in chunks {
+            for pair in chunk.chunks(2) {
+                let hi = u32::from(pair[0]) << 8;
+                let lo = pair.get(1).copied().map_or(0, u32::from);
+                sum += hi | lo;
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+        }
+        sum as u16
+    }
+
+    fn ipv4_pseudo_header(header: &[u8], proto: u8, l4_len: usize) -> Vec<u8> {
+        let mut p = header[12..20].to_vec();
+        p.extend_from_slice(&[0, proto]);
+        p.extend_from_slice(&(l4_len as u16).to_be_bytes());
+        p
+    }
+
+    /// Ether / IPv4 (outer, proto 4) / IPv4 (inner, proto 17) / UDP with 6 bytes of payload.
+    fn ip_in_ip_udp() -> Vec<u8> {
+        let udp = [
+            0x13, 0x88, 0x13, 0x89, 0, 14, 0, 0, b'h', b'a', b'i', b'r', b'p', b'n',
+        ];
+        let inner = ipv4_packet([172, 16, 0, 1], [172, 16, 0, 2], 64, 17, &udp);
+        let mut t = vec![0u8; 12];
+        t.extend_from_slice(&[0x08, 0x00]);
+        t.extend_from_slice(&ipv4_packet([10, 0, 0, 1], [10, 0, 0, 2], 64, 4, &inner));
+        t
+    }
+
+    #[test]
+    fn pseudo_header_comes_from_the_header_at_ip_offset() {
+        let template = ip_in_ip_udp();
+        let n = template.len(); // 14 + 20 + 20 + 14
+        let udp_sum = |ip_offset| ChecksumOp {
+            kind: ChecksumKind::Udpv4,
+            start: 54,
+            len: 14,
+            dst_offset: 60,
+            ip_offset,
+        };
+        let inner = PacketTemplate::new(template.clone(), vec![], vec![udp_sum(34)]);
+        let inner = inner.unwrap_or_else(|e| panic!("{e:?}"));
+        let mut out = vec![0u8; n];
+        assert_eq!(inner.instantiate(&[], &mut out), Ok(n));
+        let pseudo = ipv4_pseudo_header(&out[34..54], 17, 14);
+        assert_eq!(ones_complement_sum(&[&pseudo, &out[54..]]), 0xffff);
+        let outer_pseudo = ipv4_pseudo_header(&out[14..34], 17, 14);
+        assert_ne!(ones_complement_sum(&[&outer_pseudo, &out[54..]]), 0xffff);
+
+        // Naming the outer header gives the checksum that verifies against the outer one.
+        let outer = PacketTemplate::new(template.clone(), vec![], vec![udp_sum(14)]);
+        let outer = outer.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(outer.instantiate(&[], &mut out), Ok(n));
+        assert_eq!(ones_complement_sum(&[&outer_pseudo, &out[54..]]), 0xffff);
+
+        // Offsets that hold no IPv4 header ending before the UDP bytes are refused.
+        for bad in [0, 12, 40, 50, usize::MAX] {
+            let t = PacketTemplate::new(template.clone(), vec![], vec![udp_sum(bad)]);
+            assert_eq!(
+                t.err(),
+                Some(TemplateError::NoIpHeader(0)),
+                "ip_offset {bad}"
+            );
+        }
+        let v6_kind = ChecksumOp {
+            kind: ChecksumKind::Udpv6,
+            ..udp_sum(14)
+        };
+        let t = PacketTemplate::new(template, vec![], vec![v6_kind]);
+        assert_eq!(t.err(), Some(TemplateError::NoIpHeader(0)));
+    }
+
+    #[test]
+    fn icmp_echo_reply_checksums_verify_independently() {
+        // Ether / IPv4 / ICMP echo reply with 8 bytes of payload; identifier, sequence and
+        // payload come from the triggering echo request.
+        let mut icmp = vec![0u8, 0, 0, 0, 0, 0, 0, 0];
+        icmp.resize(16, 0);
+        let mut template = vec![0u8; 6];
+        template.extend_from_slice(&MAC_C);
+        template.extend_from_slice(&[0x08, 0x00]);
+        template.extend_from_slice(&ipv4_packet(IP_C, [0; 4], 64, 1, &icmp));
+        let copies = vec![
+            CopyOp {
+                src_offset: 6,
+                dst_offset: 0,
+                len: 6,
+            },
+            CopyOp {
+                src_offset: 26,
+                dst_offset: 30,
+                len: 4,
+            },
+            CopyOp {
+                src_offset: 38,
+                dst_offset: 38,
+                len: 12,
+            },
+        ];
+        let sums = vec![
+            ChecksumOp {
+                kind: ChecksumKind::Ipv4Header,
+                start: 14,
+                len: 20,
+                dst_offset: 24,
+                ip_offset: 0,
+            },
+            ChecksumOp {
+                kind: ChecksumKind::Icmpv4,
+                start: 34,
+                len: 16,
+                dst_offset: 36,
+                ip_offset: 0,
+            },
+        ];
+        let t = PacketTemplate::new(template, copies, sums).unwrap_or_else(|e| panic!("{e:?}"));
+        let mut request = vec![0u8; 6];
+        request.extend_from_slice(&MAC_A);
+        request.extend_from_slice(&[0x08, 0x00]);
+        let echo = [8, 0, 0x12, 0x34, 0xbe, 0xef, 0, 7, 1, 2, 3, 4, 5, 6, 7, 8];
+        request.extend_from_slice(&ipv4_packet(IP_A, IP_C, 64, 1, &echo));
+        let mut out = [0u8; 50];
+        assert_eq!(t.instantiate(&request, &mut out), Ok(50));
+        assert_eq!(ones_complement_sum(&[&out[14..34]]), 0xffff, "IPv4 header");
+        assert_eq!(ones_complement_sum(&[&out[34..50]]), 0xffff, "ICMP");
+        assert_eq!(&out[38..50], &echo[4..]);
     }
 }
