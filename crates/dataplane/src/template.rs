@@ -203,6 +203,14 @@ impl PacketTemplate {
         &self.bytes
     }
 
+    /// Bytes this template holds, inline and on the heap (the switch's memory accounting).
+    pub fn memory(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.bytes.len()
+            + self.copy_ops.capacity() * std::mem::size_of::<CopyOp>()
+            + self.checksum_ops.capacity() * std::mem::size_of::<ChecksumOp>()
+    }
+
     /// Packets generated.
     pub fn generated(&self) -> u64 {
         self.generated.load(Relaxed)

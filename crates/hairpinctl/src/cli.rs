@@ -52,6 +52,8 @@ pub enum Command {
     DumpMeters { meter: Option<String> },
     /// Meter counters (`meter=N` for one).
     MeterStats { meter: Option<String> },
+    /// InSP packet templates: size, operations, flows using each, packets generated, memory.
+    DumpTemplates,
     /// Add a flow: `priority=100,in_port=1,actions=output:2`.
     AddFlow {
         #[arg(required = true)]

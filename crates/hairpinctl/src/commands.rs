@@ -110,6 +110,7 @@ pub fn execute(
                 _ => Err(unexpected("meter statistics")),
             }
         }
+        Command::DumpTemplates => dump_templates(conn, out),
         Command::AddFlow { flow } => {
             let spec = parse_flow(&flow.join(" "), FlowUse::Add)?;
             apply_one(
@@ -216,6 +217,34 @@ fn dump_ports(
     ports
         .iter()
         .try_for_each(|p| write_out(out, &output::format_port_stats(p)))
+}
+
+/// Lists the templates through PKTTMP_STATS (INSP.md), one page of records per request.
+fn dump_templates(conn: &mut Connection, out: &mut dyn Write) -> Result<(), CtlError> {
+    let mut first_id = 0;
+    loop {
+        let request = Request::Experimenter {
+            experimenter: ofp::INSP_EXPERIMENTER,
+            exp_type: ofp::PKTTMP_STATS_EXP_TYPE,
+            data: ofp::PktTmpStats::request_data(first_id),
+        };
+        let Reply::Experimenter { data, .. } = conn.multipart(request)? else {
+            return Err(unexpected("template statistics"));
+        };
+        let page = ofp::PktTmpStats::parse_records(&data).map_err(CtlError::switch)?;
+        for t in &page {
+            write_out(out, &output::format_template(t))?;
+        }
+        match page.last() {
+            Some(last) if page.len() >= ofp::PKTTMP_STATS_MAX_RECORDS => {
+                let Some(next) = last.pkttmp_id.checked_add(1) else {
+                    return Ok(());
+                };
+                first_id = next;
+            }
+            _ => return Ok(()),
+        }
+    }
 }
 
 fn dump_groups(

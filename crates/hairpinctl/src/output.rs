@@ -261,6 +261,21 @@ pub fn format_meter_stats(m: &MeterStats) -> String {
     text
 }
 
+/// One InSP template, `key=value` like the other listings.
+pub fn format_template(t: &ofp::PktTmpStats) -> String {
+    format!(
+        "pkttmp_id={} len={} copy_ops={} checksum_ops={} flows={} generated={} trigger_errors={} memory={}\n",
+        t.pkttmp_id,
+        t.len,
+        t.copy_ops,
+        t.checksum_ops,
+        t.flow_count,
+        t.generated,
+        t.trigger_errors,
+        t.memory
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -265,3 +265,93 @@ impl InspInstruction {
         Ok(InspInstruction { pkttmp_id, actions })
     }
 }
+
+/// exp_type of our experimenter multipart listing the packet templates (see INSP.md).
+pub const PKTTMP_STATS_EXP_TYPE: u32 = 3;
+/// Most records in one PKTTMP_STATS reply; a listing continues from the last id + 1.
+pub const PKTTMP_STATS_MAX_RECORDS: usize = 1024;
+const PKTTMP_STATS_RECORD_LEN: usize = 40;
+
+/// One template in a PKTTMP_STATS reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct PktTmpStats {
+    pub pkttmp_id: u32,
+    /// Bytes of every generated packet.
+    pub len: u16,
+    pub copy_ops: u16,
+    pub checksum_ops: u16,
+    /// Flow entries whose InSP instruction names this template.
+    pub flow_count: u32,
+    /// Packets generated from it.
+    pub generated: u64,
+    /// Triggers too short for a copy operation (nothing generated).
+    pub trigger_errors: u64,
+    /// Bytes the entry holds in the switch.
+    pub memory: u32,
+}
+
+impl PktTmpStats {
+    /// The request body (after `experimenter | exp_type`): templates with id >= `first_id`.
+    pub fn request_data(first_id: u32) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8);
+        out.put_u32(first_id);
+        out.put_zeros(4);
+        out
+    }
+
+    /// `first_id` of a request body, or BAD_LEN.
+    pub fn parse_request(data: &[u8]) -> Result<u32, OfpError> {
+        if data.len() != 8 {
+            return Err(OfpError::BAD_LEN);
+        }
+        Reader::new(data, OfpError::BAD_LEN).u32()
+    }
+
+    pub fn emit_records(records: &[PktTmpStats]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(records.len() * PKTTMP_STATS_RECORD_LEN);
+        for s in records {
+            out.put_u32(s.pkttmp_id);
+            out.put_u16(s.len);
+            out.put_u16(s.copy_ops);
+            out.put_u16(s.checksum_ops);
+            out.put_zeros(2);
+            out.put_u32(s.flow_count);
+            out.put_u64(s.generated);
+            out.put_u64(s.trigger_errors);
+            out.put_u32(s.memory);
+            out.put_zeros(4);
+        }
+        out
+    }
+
+    pub fn parse_records(data: &[u8]) -> Result<Vec<PktTmpStats>, OfpError> {
+        if !data.len().is_multiple_of(PKTTMP_STATS_RECORD_LEN) {
+            return Err(OfpError::BAD_LEN);
+        }
+        let mut r = Reader::new(data, OfpError::BAD_LEN);
+        let mut out = Vec::new();
+        while !r.is_empty() {
+            let pkttmp_id = r.u32()?;
+            let len = r.u16()?;
+            let copy_ops = r.u16()?;
+            let checksum_ops = r.u16()?;
+            r.skip(2)?;
+            let flow_count = r.u32()?;
+            let generated = r.u64()?;
+            let trigger_errors = r.u64()?;
+            let memory = r.u32()?;
+            r.skip(4)?;
+            out.push(PktTmpStats {
+                pkttmp_id,
+                len,
+                copy_ops,
+                checksum_ops,
+                flow_count,
+                generated,
+                trigger_errors,
+                memory,
+            });
+        }
+        Ok(out)
+    }
+}

@@ -65,7 +65,7 @@ pub struct Switch {
     groups: GroupTable,
     meters: MeterTable,
     ports: PortTable,
-    templates: std::collections::BTreeMap<u32, ofp::PktTmpMod>,
+    templates: templates::TemplateTable,
     /// Where every change to the datapath goes.
     sink: Box<dyn OpSink>,
     /// The datapath's counters, buffers and MAC table.
@@ -79,7 +79,7 @@ struct SwitchResources<'a> {
     n_tables: u8,
     groups: &'a GroupTable,
     meters: &'a MeterTable,
-    templates: &'a std::collections::BTreeMap<u32, ofp::PktTmpMod>,
+    templates: &'a templates::TemplateTable,
 }
 
 impl Resources for SwitchResources<'_> {
@@ -93,7 +93,7 @@ impl Resources for SwitchResources<'_> {
         self.meters.contains(meter_id)
     }
     fn template_exists(&self, template_id: u32) -> bool {
-        self.templates.contains_key(&template_id)
+        self.templates.contains(template_id)
     }
 }
 
@@ -140,7 +140,7 @@ impl Switch {
             groups: GroupTable::default(),
             meters: MeterTable::default(),
             ports: PortTable::default(),
-            templates: std::collections::BTreeMap::new(),
+            templates: templates::TemplateTable::default(),
             sink,
             shared,
             packet_outs,
@@ -606,19 +606,44 @@ impl Switch {
         Ok(())
     }
 
-    /// PKTTMP_MOD (InSP): adds or deletes a packet template.
+    /// PKTTMP_MOD (InSP): adds or deletes a packet template (see [`templates::TemplateTable`]).
     pub fn pkttmp_mod(&mut self, m: &ofp::PktTmpMod) -> Result<(), OfpError> {
-        let op = templates::template_op(m, &self.templates)?;
-        match m.command {
-            ofp::PktTmpCommand::Add => {
-                self.templates.insert(m.pkttmp_id, m.clone());
-            }
-            ofp::PktTmpCommand::Delete => {
-                self.templates.remove(&m.pkttmp_id);
-            }
+        let in_use = self.template_uses(m.pkttmp_id);
+        if let Some(op) = self.templates.apply(m, in_use)? {
+            self.apply_ops(vec![op]);
         }
-        self.apply_ops(vec![op]);
         Ok(())
+    }
+
+    /// Flow entries whose InSP instruction names `pkttmp_id`.
+    pub fn template_uses(&self, pkttmp_id: u32) -> usize {
+        self.insp_ids().filter(|&id| id == pkttmp_id).count()
+    }
+
+    /// Flow entries per template they name, for every template some entry names.
+    pub fn template_use_counts(&self) -> std::collections::BTreeMap<u32, u32> {
+        let mut counts = std::collections::BTreeMap::new();
+        for id in self.insp_ids() {
+            *counts.entry(id).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// The template id of every InSP instruction in every flow entry.
+    fn insp_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        self.tables
+            .iter()
+            .flat_map(|t| t.entries())
+            .flat_map(|e| &e.instructions)
+            .filter_map(|i| match i {
+                ofp::Instruction::Insp(insp) => Some(insp.pkttmp_id),
+                _ => None,
+            })
+    }
+
+    /// The packet template table.
+    pub fn templates(&self) -> &templates::TemplateTable {
+        &self.templates
     }
 }
 

@@ -76,10 +76,46 @@ impl Switch {
                 )
             }
             Q::PortDesc => R::PortDesc(self.ports.iter().map(|p| p.desc.clone()).collect()),
+            Q::Experimenter {
+                experimenter: ofp::INSP_EXPERIMENTER,
+                exp_type: ofp::PKTTMP_STATS_EXP_TYPE,
+                data,
+            } => R::Experimenter {
+                experimenter: ofp::INSP_EXPERIMENTER,
+                exp_type: ofp::PKTTMP_STATS_EXP_TYPE,
+                data: ofp::PktTmpStats::emit_records(
+                    &self.template_stats(ofp::PktTmpStats::parse_request(data)?),
+                ),
+            },
+            Q::Experimenter {
+                experimenter: ofp::INSP_EXPERIMENTER,
+                ..
+            } => return Err(OfpError::BadRequest(BadRequestCode::BadExpType)),
             Q::Experimenter { .. } => {
                 return Err(OfpError::BadRequest(BadRequestCode::BadExperimenter))
             }
         })
+    }
+
+    /// Templates from `first_id` on, at most one reply's worth (PKTTMP_STATS, INSP.md).
+    fn template_stats(&self, first_id: u32) -> Vec<ofp::PktTmpStats> {
+        let clamp = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+        let uses = self.template_use_counts();
+        self.templates
+            .list()
+            .filter(|(info, _)| info.pkttmp_id >= first_id)
+            .take(ofp::PKTTMP_STATS_MAX_RECORDS)
+            .map(|(info, t)| ofp::PktTmpStats {
+                pkttmp_id: info.pkttmp_id,
+                len: clamp(info.len),
+                copy_ops: clamp(info.copy_ops),
+                checksum_ops: clamp(info.checksum_ops),
+                flow_count: uses.get(&info.pkttmp_id).copied().unwrap_or(0),
+                generated: t.generated(),
+                trigger_errors: t.trigger_errors(),
+                memory: u32::try_from(info.memory).unwrap_or(u32::MAX),
+            })
+            .collect()
     }
 
     /// Entries selected by a flow or aggregate stats request, with their table ids.

@@ -11,6 +11,13 @@ use ofp::{OfpError, PktTmpCommand, PktTmpMod};
 const BEBA_EXPERIMENTER: u32 = 0xBEBA_BEBA;
 const PKTTMP_MOD_FAILED: u16 = 11;
 
+/// Most templates a switch holds (seed 001 section 5 expects thousands of small ones).
+pub const MAX_TEMPLATES: usize = 65_536;
+/// Most template bytes a switch holds, all templates together.
+pub const MAX_TEMPLATE_BYTES: usize = 16 << 20;
+/// Longest template: a generated packet must fit the datapath's frame buffers.
+pub const MAX_TEMPLATE_LEN: usize = dataplane::batch::DEFAULT_MAX_FRAME;
+
 fn failed() -> OfpError {
     OfpError::Experimenter {
         exp_type: PKTTMP_MOD_FAILED,
@@ -18,42 +25,123 @@ fn failed() -> OfpError {
     }
 }
 
-/// The datapath op for a PKTTMP_MOD, or the BEBA error: adding an existing id or deleting an
-/// unknown one fails with PKTTMP_MOD_FAILED, as does a template whose operations fall outside it.
-pub fn template_op(m: &PktTmpMod, existing: &BTreeMap<u32, PktTmpMod>) -> Result<Op, OfpError> {
-    match m.command {
-        PktTmpCommand::Delete => {
-            if !existing.contains_key(&m.pkttmp_id) {
-                return Err(failed());
+/// One installed template as the operator sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateInfo {
+    pub pkttmp_id: u32,
+    /// Bytes of every generated packet.
+    pub len: usize,
+    pub copy_ops: usize,
+    pub checksum_ops: usize,
+    /// Bytes this entry holds in the switch: the controller's message kept for replay and
+    /// dumps, and the datapath's validated template.
+    pub memory: usize,
+}
+
+/// The packet template table: what the controller installed, its byte total, and the
+/// datapath's view of each template.
+#[derive(Default)]
+pub struct TemplateTable {
+    entries: BTreeMap<u32, (PktTmpMod, Arc<PacketTemplate>)>,
+    bytes: usize,
+}
+
+impl TemplateTable {
+    pub fn contains(&self, pkttmp_id: u32) -> bool {
+        self.entries.contains_key(&pkttmp_id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Applies a PKTTMP_MOD; returns the datapath op, or None when nothing changes.
+    ///
+    /// An ADD of an id already installed with the same content is accepted and changes
+    /// nothing, so a controller that reconnects can push its templates again; with other
+    /// content it fails (delete first). A DELETE of an unknown id, or of one that `in_use`
+    /// flow entries still reference, fails. An ADD past [`MAX_TEMPLATES`],
+    /// [`MAX_TEMPLATE_BYTES`] or [`MAX_TEMPLATE_LEN`], or whose operations fall outside the
+    /// template, fails. Every failure is PKTTMP_MOD_FAILED and leaves the table as it was.
+    pub fn apply(&mut self, m: &PktTmpMod, in_use: usize) -> Result<Option<Op>, OfpError> {
+        match m.command {
+            PktTmpCommand::Delete => {
+                if in_use > 0 {
+                    return Err(failed());
+                }
+                let (old, _) = self.entries.remove(&m.pkttmp_id).ok_or_else(failed)?;
+                self.bytes -= old.template.len();
+                Ok(Some(Op::RemoveTemplate { id: m.pkttmp_id }))
             }
-            Ok(Op::RemoveTemplate { id: m.pkttmp_id })
-        }
-        PktTmpCommand::Add => {
-            if existing.contains_key(&m.pkttmp_id) {
-                return Err(failed());
+            PktTmpCommand::Add => {
+                if let Some((old, _)) = self.entries.get(&m.pkttmp_id) {
+                    return if old == m { Ok(None) } else { Err(failed()) };
+                }
+                let n = m.template.len();
+                let full = self.entries.len() >= MAX_TEMPLATES;
+                if full || n > MAX_TEMPLATE_LEN || self.bytes + n > MAX_TEMPLATE_BYTES {
+                    return Err(failed());
+                }
+                let template = Arc::new(datapath_template(m)?);
+                self.entries
+                    .insert(m.pkttmp_id, (m.clone(), Arc::clone(&template)));
+                self.bytes += n;
+                Ok(Some(Op::SetTemplate {
+                    id: m.pkttmp_id,
+                    template,
+                }))
             }
-            let template = PacketTemplate::new(
-                m.template.clone(),
-                m.copy_ops
-                    .iter()
-                    .map(|c| CopyOp {
-                        src_offset: usize::from(c.src_offset),
-                        dst_offset: usize::from(c.dst_offset),
-                        len: usize::from(c.len),
-                    })
-                    .collect(),
-                m.checksum_ops
-                    .iter()
-                    .map(|c| checksum_op(c, m.template.len()))
-                    .collect(),
-            )
-            .map_err(|_| failed())?;
-            Ok(Op::SetTemplate {
-                id: m.pkttmp_id,
-                template: Arc::new(template),
-            })
         }
     }
+
+    /// Every template, by id, with what the datapath generated from it.
+    pub fn list(&self) -> impl Iterator<Item = (TemplateInfo, &PacketTemplate)> {
+        self.entries.iter().map(|(&pkttmp_id, (m, t))| {
+            let info = TemplateInfo {
+                pkttmp_id,
+                len: m.template.len(),
+                copy_ops: m.copy_ops.len(),
+                checksum_ops: m.checksum_ops.len(),
+                memory: memory(m, t),
+            };
+            (info, &**t)
+        })
+    }
+}
+
+/// Heap and inline bytes of one entry: both copies of the template bytes and operations.
+fn memory(m: &PktTmpMod, t: &PacketTemplate) -> usize {
+    use std::mem::size_of;
+    let wire = size_of::<PktTmpMod>()
+        + m.template.capacity()
+        + m.copy_ops.capacity() * size_of::<ofp::CopyOp>()
+        + m.checksum_ops.capacity() * size_of::<ofp::ChecksumOp>();
+    let entry = size_of::<u32>() + size_of::<(PktTmpMod, Arc<PacketTemplate>)>();
+    wire + entry + t.memory()
+}
+
+/// The datapath's validated template for an ADD, or PKTTMP_MOD_FAILED.
+fn datapath_template(m: &PktTmpMod) -> Result<PacketTemplate, OfpError> {
+    PacketTemplate::new(
+        m.template.clone(),
+        m.copy_ops
+            .iter()
+            .map(|c| CopyOp {
+                src_offset: usize::from(c.src_offset),
+                dst_offset: usize::from(c.dst_offset),
+                len: usize::from(c.len),
+            })
+            .collect(),
+        m.checksum_ops
+            .iter()
+            .map(|c| checksum_op(c, m.template.len()))
+            .collect(),
+    )
+    .map_err(|_| failed())
 }
 
 /// The datapath's checksum operation for a wire one: `len` 0 covers the generated packet from
@@ -136,7 +224,8 @@ mod tests {
             copy_ops: vec![],
             checksum_ops,
         };
-        template_op(&m, &BTreeMap::new())
+        let op = TemplateTable::default().apply(&m, 0)?;
+        Ok(op.expect("an ADD into an empty table changes it"))
     }
 
     /// The generated packet of an Add (the template has no copy operations).

@@ -377,16 +377,69 @@ fn insp_templates_are_checked_before_flows_use_them() {
 
     let add = template(ofp::PktTmpCommand::Add, 7, vec![0; 60]);
     sw.pkttmp_mod(&add).unwrap();
-    assert_eq!(sw.pkttmp_mod(&add), Err(beba(11)), "the id is taken");
+    assert_eq!(
+        sw.pkttmp_mod(&add),
+        Ok(()),
+        "the same content again changes nothing"
+    );
+    let other = template(ofp::PktTmpCommand::Add, 7, vec![1; 60]);
+    assert_eq!(sw.pkttmp_mod(&other), Err(beba(11)), "the id is taken");
     // A copy that writes past the template's end is refused at creation.
     assert_eq!(
         sw.pkttmp_mod(&template(ofp::PktTmpCommand::Add, 8, vec![0; 4])),
         Err(beba(11))
     );
-    sw.flow_mod(fm, 0).unwrap();
+    sw.flow_mod(fm.clone(), 0).unwrap();
     assert_eq!(flows(&sw)[0].instructions, insp(7));
+    assert_eq!(sw.template_uses(7), 1);
 
     let delete = template(ofp::PktTmpCommand::Delete, 7, Vec::new());
+    assert_eq!(
+        sw.pkttmp_mod(&delete),
+        Err(beba(11)),
+        "a flow entry uses it"
+    );
+    assert_eq!(sw.templates().len(), 1);
+    fm.command = FlowModCommand::Delete;
+    sw.flow_mod(fm, 0).unwrap();
+    assert_eq!(sw.template_uses(7), 0);
     sw.pkttmp_mod(&delete).unwrap();
     assert_eq!(sw.pkttmp_mod(&delete), Err(beba(11)), "already gone");
+    assert!(sw.templates().is_empty());
+}
+
+#[test]
+fn template_limits_answer_pkttmp_mod_failed() {
+    use switch_core::templates::{MAX_TEMPLATES, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_LEN};
+    let failed = Err(OfpError::Experimenter {
+        exp_type: 11,
+        experimenter: 0xBEBA_BEBA,
+    });
+    let mut sw = switch();
+    let too_long = template(ofp::PktTmpCommand::Add, 1, vec![0; MAX_TEMPLATE_LEN + 1]);
+    assert_eq!(sw.pkttmp_mod(&too_long), failed);
+    let big = MAX_TEMPLATE_LEN;
+    let fit = MAX_TEMPLATE_BYTES / big;
+    for id in 0..fit as u32 {
+        sw.pkttmp_mod(&template(ofp::PktTmpCommand::Add, id, vec![0; big]))
+            .unwrap();
+    }
+    let over = template(ofp::PktTmpCommand::Add, 1 << 20, vec![0; big]);
+    assert_eq!(sw.pkttmp_mod(&over), failed, "byte limit");
+    for id in 0..fit as u32 {
+        sw.pkttmp_mod(&template(ofp::PktTmpCommand::Delete, id, vec![]))
+            .unwrap();
+    }
+    for id in 0..MAX_TEMPLATES as u32 {
+        sw.pkttmp_mod(&template(ofp::PktTmpCommand::Add, id, vec![0; 60]))
+            .unwrap();
+    }
+    let one_more = template(ofp::PktTmpCommand::Add, 1 << 20, vec![0; 60]);
+    assert_eq!(sw.pkttmp_mod(&one_more), failed, "count limit");
+    assert_eq!(sw.templates().len(), MAX_TEMPLATES);
+    let memory: usize = sw.templates().list().map(|(info, _)| info.memory).sum();
+    assert!(
+        memory > MAX_TEMPLATES * 120,
+        "{memory} bytes for {MAX_TEMPLATES} entries"
+    );
 }
