@@ -1,0 +1,190 @@
+"""The InSP apps end to end: hosts in namespaces, hairpind between them, os-ken apps driving it.
+
+The InSP ARP responder must keep answering with its controller gone (the reply is generated in
+the switch), the classic one must stop; the echo responder's replies must carry checksums
+that verify by an independent RFC 1071 sum.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from hairpin.templates import template_id
+from hairpin.testing.daemon import find_hairpind
+from hairpin.testing.netns import Host
+from hairpin.testing.topology import (
+    CONTROLLER_PORT,
+    SWITCH_OF_PORT,
+    HairpinStar,
+    background,
+    hairpin_star,
+    wait_until,
+)
+
+pytestmark = pytest.mark.usefixtures("root")
+
+OSKEN_MANAGER = Path(sys.executable).parent / "osken-manager"
+
+
+@contextmanager
+def osken_app(
+    switch: HairpinStar, module: str, log_path: Path, env: Mapping[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`module` under osken-manager in the switch namespace, connected to hairpind."""
+    args = [str(OSKEN_MANAGER), "--ofp-listen-host", "127.0.0.1"]
+    args += ["--ofp-tcp-listen-port", str(CONTROLLER_PORT), module]
+    with background(switch.switch, args, log_path, env=env) as app:
+        connected = wait_until(switch.controller_connected, 20.0)
+        assert connected, f"hairpind never connected:\n{log_path.read_text()}\n{switch.log()}"
+        yield app
+
+
+def mac_of(host: Host) -> str:
+    (link,) = json.loads(host.ns.run("ip", "-j", "link", "show", "eth0").stdout)
+    address: str = link["address"]
+    return address
+
+
+def arp_probe(host: Host, target: str, count: int = 1) -> list[dict[str, object]]:
+    """ARP exchanges from `host` (see hairpin.testing.probe); one dict per request."""
+    result = host.ns.run(
+        sys.executable, "-m", "hairpin.testing.probe", "eth0", target, "--count", str(count)
+    )
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def templates(switch: HairpinStar) -> dict[int, dict[str, int]]:
+    """`hairpinctl dump-templates`, by template id."""
+    hairpinctl = find_hairpind().parent / "hairpinctl"
+    target = f"tcp:127.0.0.1:{SWITCH_OF_PORT}"
+    out = switch.switch.run(str(hairpinctl), "--target", target, "dump-templates").stdout
+    listing = {}
+    for line in out.splitlines():
+        fields = {k: int(v) for k, v in (item.split("=") for item in line.split())}
+        listing[fields["pkttmp_id"]] = fields
+    return listing
+
+
+def assert_answered_for(reply: dict[str, object], asker: Host, target: Host) -> None:
+    assert reply["reaction_ns"] is not None, "no ARP reply"
+    assert reply["sha"] == mac_of(target) and reply["spa"] == target.address, reply
+    assert reply["eth_dst"] == mac_of(asker) == reply["tha"], reply
+    assert reply["tpa"] == asker.address, reply
+
+
+def learn_h2(switch: HairpinStar) -> None:
+    """h1 pings h2: h2's address is unknown, so the request reaches the controller, which
+    floods it; h2's reply teaches the binding."""
+    h1, h2 = switch.hosts[0], switch.hosts[1]
+    assert h1.ns.ping(h2.address, count=2), switch.log()
+
+
+def test_insp_arp_responder_answers_from_the_switch(tmp_path: Path) -> None:
+    log = tmp_path / "osken.log"
+    with hairpin_star(tmp_path, hosts=3) as switch:
+        h1, h2, h3 = switch.hosts
+        with osken_app(switch, "hairpin.apps.arp_insp", log):
+            learn_h2(switch)
+            h2_template = template_id(h2.address)
+
+            def installed() -> bool:
+                entry = templates(switch).get(h2_template)
+                return entry is not None and entry["flows"] == 1
+
+            assert wait_until(installed, 10.0), f"{templates(switch)}\n{log.read_text()}"
+            assert f"learned {h2.address} is at {mac_of(h2)}" in log.read_text()
+        # Controller gone, h2 silent on ARP: only the switch can answer.
+        h2.ns.run("ip", "link", "set", "eth0", "arp", "off")
+        (reply,) = arp_probe(h3, h2.address)
+        assert_answered_for(reply, h3, h2)
+        listing = templates(switch)[h2_template]
+        assert listing["generated"] >= 1 and listing["len"] == 60, listing
+        assert listing["copy_ops"] == 3 and listing["checksum_ops"] == 0, listing
+        assert listing["memory"] > 60, listing
+
+        # A new controller finds the templates in place, and re-pushing them is accepted.
+        with osken_app(switch, "hairpin.apps.arp_insp", log):
+            (reply,) = arp_probe(h1, h2.address)
+            assert_answered_for(reply, h1, h2)
+            h2.ns.run("ip", "link", "set", "eth0", "arp", "on")
+            assert h3.ns.ping(h2.address, count=2)
+            assert templates(switch)[h2_template]["flows"] == 1
+        assert "refused" not in log.read_text(), log.read_text()
+        switch.assert_alive()
+
+
+def test_classic_arp_responder_answers_from_the_controller(tmp_path: Path) -> None:
+    log = tmp_path / "osken.log"
+    with hairpin_star(tmp_path, hosts=3) as switch:
+        _, h2, h3 = switch.hosts
+        with osken_app(switch, "hairpin.apps.arp_classic", log):
+            learn_h2(switch)
+            h2.ns.run("ip", "link", "set", "eth0", "arp", "off")
+            (reply,) = arp_probe(h3, h2.address)
+            assert_answered_for(reply, h3, h2)
+            assert templates(switch) == {}
+        (reply,) = arp_probe(h3, h2.address)
+        assert reply["reaction_ns"] is None, f"answered without a controller: {reply}"
+
+
+def ones_complement_sum(data: bytes) -> int:
+    """RFC 1071, written out here: 0xffff over bytes whose checksum field is right."""
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def test_icmp_echo_responder_replies_with_valid_checksums(tmp_path: Path) -> None:
+    from scapy.all import ICMP, IP, rdpcap  # scapy is heavy; only this test needs it
+
+    log = tmp_path / "osken.log"
+    pcap = tmp_path / "h1.pcap"
+    address = "10.0.0.254"
+    with hairpin_star(tmp_path, hosts=1) as switch:
+        (h1,) = switch.hosts
+        with osken_app(switch, "hairpin.apps.icmp_echo", log):
+            assert wait_until(lambda: len(templates(switch)) == 2, 10.0), log.read_text()
+            capture = h1.ns.popen(
+                "tcpdump",
+                "-i",
+                "eth0",
+                "-n",
+                "-U",
+                "-c",
+                "6",
+                "-w",
+                str(pcap),
+                "icmp",
+                stderr=subprocess.PIPE,
+            )
+            try:
+                assert wait_until(lambda: pcap.exists() and pcap.stat().st_size > 0, 5.0)
+                result = h1.ns.run("ping", "-c", "3", "-i", "0.2", "-W", "1", address, check=False)
+                capture.wait(5)  # it stops by itself after three requests and three replies
+            finally:
+                capture.terminate()
+                capture.wait(5)
+            assert result.returncode == 0, result.stdout + result.stderr
+            assert "BAD CHECKSUM" not in result.stdout and "wrong data" not in result.stdout
+    packets = [bytes(p) for p in rdpcap(str(pcap))]
+    assert capture.returncode == 0, capture.stderr.read() if capture.stderr else ""
+    requests = [p for p in packets if IP(p[14:]).haslayer(ICMP) and p[34] == 8]
+    replies = [p for p in packets if IP(p[14:]).haslayer(ICMP) and p[34] == 0]
+    assert len(replies) == len(requests) == 3, packets
+    for request, reply in zip(requests, replies, strict=True):
+        ip_len = struct.unpack_from("!H", reply, 16)[0]
+        assert ones_complement_sum(reply[14:34]) == 0xFFFF, "IPv4 header checksum"
+        assert ones_complement_sum(reply[34 : 14 + ip_len]) == 0xFFFF, "ICMP checksum"
+        assert reply[38 : 14 + ip_len] == request[38 : 14 + ip_len], "id, seq and data"
+        assert reply[26:30] == request[30:34] and reply[30:34] == request[26:30]
