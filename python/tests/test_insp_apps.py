@@ -7,70 +7,18 @@ that verify by an independent RFC 1071 sum.
 
 from __future__ import annotations
 
-import json
 import struct
 import subprocess
-import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from hairpin.templates import template_id
-from hairpin.testing.daemon import find_hairpind
+from hairpin.testing.apps import arp_probe, dump_templates, mac_of, osken_app
 from hairpin.testing.netns import Host
-from hairpin.testing.topology import (
-    CONTROLLER_PORT,
-    SWITCH_OF_PORT,
-    HairpinStar,
-    background,
-    hairpin_star,
-    wait_until,
-)
+from hairpin.testing.topology import HairpinStar, hairpin_star, wait_until
 
 pytestmark = pytest.mark.usefixtures("root")
-
-OSKEN_MANAGER = Path(sys.executable).parent / "osken-manager"
-
-
-@contextmanager
-def osken_app(
-    switch: HairpinStar, module: str, log_path: Path, env: Mapping[str, str] | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    """`module` under osken-manager in the switch namespace, connected to hairpind."""
-    args = [str(OSKEN_MANAGER), "--ofp-listen-host", "127.0.0.1"]
-    args += ["--ofp-tcp-listen-port", str(CONTROLLER_PORT), module]
-    with background(switch.switch, args, log_path, env=env) as app:
-        connected = wait_until(switch.controller_connected, 20.0)
-        assert connected, f"hairpind never connected:\n{log_path.read_text()}\n{switch.log()}"
-        yield app
-
-
-def mac_of(host: Host) -> str:
-    (link,) = json.loads(host.ns.run("ip", "-j", "link", "show", "eth0").stdout)
-    address: str = link["address"]
-    return address
-
-
-def arp_probe(host: Host, target: str, count: int = 1) -> list[dict[str, object]]:
-    """ARP exchanges from `host` (see hairpin.testing.probe); one dict per request."""
-    result = host.ns.run(
-        sys.executable, "-m", "hairpin.testing.probe", "eth0", target, "--count", str(count)
-    )
-    return [json.loads(line) for line in result.stdout.splitlines()]
-
-
-def templates(switch: HairpinStar) -> dict[int, dict[str, int]]:
-    """`hairpinctl dump-templates`, by template id."""
-    hairpinctl = find_hairpind().parent / "hairpinctl"
-    target = f"tcp:127.0.0.1:{SWITCH_OF_PORT}"
-    out = switch.switch.run(str(hairpinctl), "--target", target, "dump-templates").stdout
-    listing = {}
-    for line in out.splitlines():
-        fields = {k: int(v) for k, v in (item.split("=") for item in line.split())}
-        listing[fields["pkttmp_id"]] = fields
-    return listing
 
 
 def assert_answered_for(reply: dict[str, object], asker: Host, target: Host) -> None:
@@ -96,16 +44,16 @@ def test_insp_arp_responder_answers_from_the_switch(tmp_path: Path) -> None:
             h2_template = template_id(h2.address)
 
             def installed() -> bool:
-                entry = templates(switch).get(h2_template)
+                entry = dump_templates(switch).get(h2_template)
                 return entry is not None and entry["flows"] == 1
 
-            assert wait_until(installed, 10.0), f"{templates(switch)}\n{log.read_text()}"
+            assert wait_until(installed, 10.0), f"{dump_templates(switch)}\n{log.read_text()}"
             assert f"learned {h2.address} is at {mac_of(h2)}" in log.read_text()
         # Controller gone, h2 silent on ARP: only the switch can answer.
         h2.ns.run("ip", "link", "set", "eth0", "arp", "off")
         (reply,) = arp_probe(h3, h2.address)
         assert_answered_for(reply, h3, h2)
-        listing = templates(switch)[h2_template]
+        listing = dump_templates(switch)[h2_template]
         assert listing["generated"] >= 1 and listing["len"] == 60, listing
         assert listing["copy_ops"] == 3 and listing["checksum_ops"] == 0, listing
         assert listing["memory"] > 60, listing
@@ -116,7 +64,7 @@ def test_insp_arp_responder_answers_from_the_switch(tmp_path: Path) -> None:
             assert_answered_for(reply, h1, h2)
             h2.ns.run("ip", "link", "set", "eth0", "arp", "on")
             assert h3.ns.ping(h2.address, count=2)
-            assert templates(switch)[h2_template]["flows"] == 1
+            assert dump_templates(switch)[h2_template]["flows"] == 1
         assert "refused" not in log.read_text(), log.read_text()
         switch.assert_alive()
 
@@ -130,7 +78,7 @@ def test_classic_arp_responder_answers_from_the_controller(tmp_path: Path) -> No
             h2.ns.run("ip", "link", "set", "eth0", "arp", "off")
             (reply,) = arp_probe(h3, h2.address)
             assert_answered_for(reply, h3, h2)
-            assert templates(switch) == {}
+            assert dump_templates(switch) == {}
         (reply,) = arp_probe(h3, h2.address)
         assert reply["reaction_ns"] is None, f"answered without a controller: {reply}"
 
@@ -154,7 +102,7 @@ def test_icmp_echo_responder_replies_with_valid_checksums(tmp_path: Path) -> Non
     with hairpin_star(tmp_path, hosts=1) as switch:
         (h1,) = switch.hosts
         with osken_app(switch, "hairpin.apps.icmp_echo", log):
-            assert wait_until(lambda: len(templates(switch)) == 2, 10.0), log.read_text()
+            assert wait_until(lambda: len(dump_templates(switch)) == 2, 10.0), log.read_text()
             capture = h1.ns.popen(
                 "tcpdump",
                 "-i",

@@ -1,0 +1,1 @@
+"""Benchmarks of Hairpin's controller-facing features (results in docs/bench/)."""
