@@ -66,6 +66,6 @@ ensure_venv() {
 install_apt_packages
 stop_system_ovs
 ensure_venv "$VENV" "$(sha256sum "$REPO/python/pyproject.toml" "${BASH_SOURCE[0]}")" \
-    -e "$REPO/python[test]"
+    -e "$REPO/python[test,bench]"
 ensure_venv "$FAUCET_VENV" "faucet==$FAUCET_VERSION" "faucet==$FAUCET_VERSION"
-log "ready: $VENV (os-ken, pytest, ruff, scapy, hairpin), $FAUCET_VENV (faucet)"
+log "ready: $VENV (os-ken, pytest, ruff, scapy, matplotlib, hairpin), $FAUCET_VENV (faucet)"
