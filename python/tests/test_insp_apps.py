@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hairpin.templates import template_id
-from hairpin.testing.apps import arp_probe, dump_templates, mac_of, osken_app
+from hairpin.testing.apps import arp_probe, dump_templates, list_templates, mac_of, osken_app
 from hairpin.testing.netns import Host
 from hairpin.testing.topology import HairpinStar, hairpin_star, wait_until
 
@@ -57,6 +57,9 @@ def test_insp_arp_responder_answers_from_the_switch(tmp_path: Path) -> None:
         assert listing["generated"] >= 1 and listing["len"] == 60, listing
         assert listing["copy_ops"] == 3 and listing["checksum_ops"] == 0, listing
         assert listing["memory"] > 60, listing
+        # The management socket tells the same.
+        by_socket = {t["pkttmp_id"]: t for t in list_templates(switch)}
+        assert by_socket[h2_template] == listing, by_socket
 
         # A new controller finds the templates in place, and re-pushing them is accepted.
         with osken_app(switch, "hairpin.apps.arp_insp", log):

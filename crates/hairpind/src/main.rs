@@ -109,7 +109,9 @@ fn run(settings: Settings) -> std::io::Result<()> {
             ListenTarget::Tcp(_) => None,
         })
         .collect();
-    let registry = Arc::new(control::Registry::new());
+    let mut registry = control::Registry::new();
+    control::templates::register(&mut registry, agent.clone());
+    let registry = Arc::new(registry);
     let result = runtime.block_on(serve(agent, settings, registry));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {

@@ -83,9 +83,10 @@ impl Switch {
             } => R::Experimenter {
                 experimenter: ofp::INSP_EXPERIMENTER,
                 exp_type: ofp::PKTTMP_STATS_EXP_TYPE,
-                data: ofp::PktTmpStats::emit_records(
-                    &self.template_stats(ofp::PktTmpStats::parse_request(data)?),
-                ),
+                data: ofp::PktTmpStats::emit_records(&self.template_stats(
+                    ofp::PktTmpStats::parse_request(data)?,
+                    ofp::PKTTMP_STATS_MAX_RECORDS,
+                )),
             },
             Q::Experimenter {
                 experimenter: ofp::INSP_EXPERIMENTER,
@@ -97,14 +98,14 @@ impl Switch {
         })
     }
 
-    /// Templates from `first_id` on, at most one reply's worth (PKTTMP_STATS, INSP.md).
-    fn template_stats(&self, first_id: u32) -> Vec<ofp::PktTmpStats> {
+    /// At most `limit` templates from `first_id` on, in id order (PKTTMP_STATS, INSP.md).
+    pub fn template_stats(&self, first_id: u32, limit: usize) -> Vec<ofp::PktTmpStats> {
         let clamp = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
         let uses = self.template_use_counts();
         self.templates
             .list()
             .filter(|(info, _)| info.pkttmp_id >= first_id)
-            .take(ofp::PKTTMP_STATS_MAX_RECORDS)
+            .take(limit)
             .map(|(info, t)| ofp::PktTmpStats {
                 pkttmp_id: info.pkttmp_id,
                 len: clamp(info.len),

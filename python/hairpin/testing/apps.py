@@ -72,3 +72,12 @@ def dump_templates(switch: HairpinStar) -> dict[int, dict[str, int]]:
         fields = {k: int(v) for k, v in (item.split("=") for item in line.split())}
         listing[fields["pkttmp_id"]] = fields
     return listing
+
+
+def list_templates(switch: HairpinStar) -> list[dict[str, int]]:
+    """`hairpinctl call templates/list` on the daemon's control socket."""
+    hairpinctl = find_hairpind().parent / "hairpinctl"
+    control = str(switch.control_path)
+    out = switch.switch.run(str(hairpinctl), "--control", control, "call", "templates/list").stdout
+    listing: list[dict[str, int]] = json.loads(out)
+    return listing

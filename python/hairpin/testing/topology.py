@@ -72,6 +72,7 @@ class HairpinStar:
     topo: Star
     process: subprocess.Popen[bytes]
     log_path: Path
+    control_path: Path
 
     @property
     def switch(self) -> Namespace:
@@ -120,8 +121,10 @@ def hairpin_star(
     namespace, which connects to ``tcp:127.0.0.1:controller_port`` unless that is None."""
     binary = find_hairpind()
     log_path = workdir / "hairpind.log"
+    control_path = workdir / "hairpind.ctl"
     args = [str(binary), "--datapath-id", "0x1", "--fail-mode", fail_mode]
     args += ["--listen", f"ptcp:{SWITCH_OF_PORT}:127.0.0.1"]
+    args += ["--control-socket", str(control_path)]
     if controller_port is not None:
         args += ["--controller", f"tcp:127.0.0.1:{controller_port}"]
     for number in range(1, hosts + 1):
@@ -129,7 +132,7 @@ def hairpin_star(
     with ExitStack() as stack:
         topo = stack.enter_context(star(unique_prefix(), hosts))
         process = stack.enter_context(background(topo.switch, args, log_path))
-        switch = HairpinStar(topo, process, log_path)
+        switch = HairpinStar(topo, process, log_path, control_path)
 
         def listening() -> bool:
             switch.assert_alive()
