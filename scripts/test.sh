@@ -21,7 +21,8 @@ summary() {
     local rust python skipped
     rust=$(awk '/^test result:/ { p += $4; f += $6; i += $8 } END { printf "%d passed, %d failed, %d ignored", p, f, i }' "$LOGS/cargo-test" 2>/dev/null)
     python=$(grep -E '^[0-9]+ (passed|failed)|(passed|failed|skipped)' "$LOGS/pytest" 2>/dev/null | tail -n 1)
-    skipped=$(wc -l <"$HAIRPIN_TEST_SKIP_LOG" 2>/dev/null || echo 0)
+    skipped=0
+    [[ -f $HAIRPIN_TEST_SKIP_LOG ]] && skipped=$(wc -l <"$HAIRPIN_TEST_SKIP_LOG")
     printf '\n==> summary: rust tests %s (%s skipped for lack of root or tools); python tests: %s\n' \
         "${rust:-none ran}" "$skipped" "${python:-none ran}"
 }
