@@ -15,6 +15,7 @@ APT_PACKAGES=(
     openvswitch-switch openvswitch-testcontroller iperf3 netsniff-ng tcpdump
     clang libbpf-dev ethtool iproute2 iputils-ping procps util-linux
     python3-venv python3-dev build-essential pkg-config shellcheck
+    bubblewrap nats-server
 )
 
 log() { printf 'setup: %s\n' "$*" >&2; }
@@ -68,4 +69,4 @@ stop_system_ovs
 ensure_venv "$VENV" "$(sha256sum "$REPO/python/pyproject.toml" "${BASH_SOURCE[0]}")" \
     -e "$REPO/python[test,bench]"
 ensure_venv "$FAUCET_VENV" "faucet==$FAUCET_VERSION" "faucet==$FAUCET_VERSION"
-log "ready: $VENV (os-ken, pytest, ruff, scapy, matplotlib, hairpin), $FAUCET_VENV (faucet)"
+log "ready: $VENV (os-ken, pytest, ruff, scapy, matplotlib, nats-py, hairpin), $FAUCET_VENV (faucet)"
