@@ -118,14 +118,7 @@ impl Agent {
     /// Accepts connections on `target` forever.
     pub async fn listen(&self, target: ListenTarget) -> io::Result<()> {
         match target {
-            ListenTarget::Tcp(addr) => {
-                let listener = TcpListener::bind(addr).await?;
-                loop {
-                    let (stream, _) = listener.accept().await?;
-                    stream.set_nodelay(true)?;
-                    self.spawn_connection(stream);
-                }
-            }
+            ListenTarget::Tcp(addr) => self.serve_tcp(TcpListener::bind(addr).await?).await,
             ListenTarget::Unix(path) => {
                 // A stale socket file from an earlier run would make bind fail.
                 if path.exists() {
@@ -134,13 +127,34 @@ impl Agent {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                let listener = UnixListener::bind(&path)?;
-                loop {
-                    let (stream, _) = listener.accept().await?;
-                    self.spawn_connection(stream);
-                }
+                self.serve_unix(UnixListener::bind(&path)?).await
             }
         }
+    }
+
+    /// Accepts connections on a bound TCP listener forever (one made in another network
+    /// namespace, for instance).
+    pub async fn serve_tcp(&self, listener: TcpListener) -> io::Result<()> {
+        loop {
+            let (stream, _) = listener.accept().await?;
+            stream.set_nodelay(true)?;
+            self.spawn_connection(stream);
+        }
+    }
+
+    /// Accepts connections on a bound unix listener forever (one whose owner and mode the
+    /// caller set).
+    pub async fn serve_unix(&self, listener: UnixListener) -> io::Result<()> {
+        loop {
+            let (stream, _) = listener.accept().await?;
+            self.spawn_connection(stream);
+        }
+    }
+
+    /// Every asynchronous message the switch raises from now on (packet-in, port status,
+    /// flow removed), as each connection sees them before its role and async filter.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.shared.events.subscribe()
     }
 
     /// Keeps a connection to `target` up forever, reconnecting with exponential backoff.
