@@ -41,15 +41,6 @@ impl Controller {
             Controller::Pids => "pids",
         }
     }
-
-    /// The v1 file whose presence shows the hierarchy can limit.
-    fn v1_limit_file(self) -> &'static str {
-        match self {
-            Controller::Cpu => "cpu.cfs_quota_us",
-            Controller::Memory => "memory.limit_in_bytes",
-            Controller::Pids => "pids.max",
-        }
-    }
 }
 
 /// Where one controller is available: the daemon's own cgroup directory in that hierarchy.
@@ -101,7 +92,7 @@ impl Probe {
                 list.split(',').any(|n| n == c.name()).then(|| relative(path))
             });
             match path {
-                Some(path) if hierarchy.join(c.v1_limit_file()).is_file() => {
+                Some(path) if hierarchy.join("cgroup.procs").is_file() => {
                     Ok(Place::V1(hierarchy.join(path)))
                 }
                 _ => Err(format!(
@@ -430,8 +421,8 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
         touch(&r.join("unified/cgroup.controllers"), "hugetlb\n");
-        touch(&r.join("cpu/cpu.cfs_quota_us"), "-1\n");
-        touch(&r.join("memory/memory.limit_in_bytes"), "0\n");
+        touch(&r.join("cpu/cgroup.procs"), "");
+        touch(&r.join("memory/cgroup.procs"), "");
         let own = "8:pids:/\n4:memory:/api/x\n1:cpu,cpuacct:/\n0::/\n";
         let probe = Probe::of(r, own);
         assert_eq!(probe.cpu, Ok(Place::V1(r.join("cpu"))));
@@ -468,9 +459,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
         // A v1 tree as plain files: the kernel would make the files of a new directory.
-        touch(&r.join("cpu/cpu.cfs_quota_us"), "-1\n");
-        touch(&r.join("memory/memory.limit_in_bytes"), "0\n");
-        touch(&r.join("pids/pids.max"), "max\n");
+        for c in ["cpu", "memory", "pids"] {
+            touch(&r.join(c).join("cgroup.procs"), "");
+        }
         let probe = Probe::of(r, "3:cpu:/\n2:memory:/\n1:pids:/\n");
         let limits = Limits {
             cpus: Some(0.25),

@@ -201,8 +201,9 @@ impl Instance {
             tasks,
             socket,
         };
-        let log_path = inner.state_dir.join("logs").join(format!("{name}.log"));
-        let (handle, stopped) = Handle::new(Log::new(Some(&log_path)));
+        let logs = inner.state_dir.join("logs");
+        let log_path = std::fs::create_dir_all(&logs).ok().map(|()| logs.join(format!("{name}.log")));
+        let (handle, stopped) = Handle::new(Log::new(log_path.as_deref()));
         for (piece, reason) in &confinement.missing {
             handle.note(&format!("runs without {piece}: {reason}"));
         }

@@ -110,11 +110,10 @@ impl Host {
             .state_dir
             .clone()
             .unwrap_or_else(|| PathBuf::from(format!("/var/lib/hairpin/dp-{}", switch.0)));
-        for dir in [&run_dir, &state_dir, &state_dir.join("logs")] {
-            std::fs::create_dir_all(dir).map_err(|e| err(format!("{}: {e}", dir.display())))?;
-        }
+        // The bus runs when asked for, or when a controllet is declared; a daemon with neither
+        // starts no server (and runtime controllets then have no bus).
         let bus_spec = config.bus.clone().unwrap_or_default();
-        let bus = if bus_spec.disabled {
+        let bus = if bus_spec.disabled || !config.wanted() {
             None
         } else {
             let bus = Bus::start(bus_spec.clone(), datapath_id, &run_dir)

@@ -100,6 +100,11 @@ pub enum Command {
         method: String,
         params: Option<String>,
     },
+    /// Controllets hairpind supervises: start, stop, list, logs (on the control socket).
+    Controllet {
+        #[command(subcommand)]
+        command: crate::controllets::ControlletCommand,
+    },
 }
 
 #[cfg(test)]

@@ -32,6 +32,11 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CtlError> {
         let result = control::call(&cli.control, timeout, method, params)?;
         return write_out(out, &control::format_result(&result));
     }
+    if let Command::Controllet { command } = &cli.command {
+        let (method, params) = crate::controllets::request(command)?;
+        let result = control::call(&cli.control, timeout, method, params)?;
+        return write_out(out, &crate::controllets::format(command, &result));
+    }
     let mut conn = Connection::open(&cli.target, Duration::from_secs(cli.timeout))?;
     execute(&mut conn, &cli.command, cli.strict, out)
 }
@@ -165,7 +170,7 @@ pub fn execute(
             apply(conn, std::iter::empty::<(Message, Option<String>)>())?;
             write_out(out, "OFPT_BARRIER_REPLY (OF1.3)\n")
         }
-        Command::Call { .. } => Err(CtlError::Usage(
+        Command::Call { .. } | Command::Controllet { .. } => Err(CtlError::Usage(
             "`call` goes to the control socket, not to an OpenFlow connection".into(),
         )),
     }

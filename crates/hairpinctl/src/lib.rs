@@ -24,6 +24,7 @@ pub mod cli;
 pub mod commands;
 pub mod conn;
 pub mod control;
+pub mod controllets;
 pub mod error;
 mod error_names;
 pub mod output;

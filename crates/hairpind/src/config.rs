@@ -138,6 +138,10 @@ struct FileSettings {
     #[serde(default)]
     pcap: BTreeMap<String, PathBuf>,
     control_socket: Option<PathBuf>,
+    controllet_host: Option<controllet_host::HostSpec>,
+    bus: Option<controllet_host::BusSpec>,
+    #[serde(default)]
+    controllets: Vec<controllet_host::ControlletSpec>,
 }
 
 /// A datapath id may be written as an integer or as a (hex) string, as operators copy it
@@ -150,7 +154,7 @@ enum DatapathIdSetting {
 }
 
 /// The merged, validated settings the daemon runs with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     pub datapath_id: u64,
     pub listen: Vec<ListenTarget>,
@@ -166,6 +170,8 @@ pub struct Settings {
     /// Where management commands are served, when given; else [`DEFAULT_CONTROL_SOCKET`]
     /// unless another daemon serves that one.
     pub control_socket: Option<PathBuf>,
+    /// Controllets, the bus and where their files go (docs/controllets.md).
+    pub controllets: controllet_host::HostConfig,
 }
 
 /// A settings error that names where it is: the file, line and field, or the flag.
@@ -262,6 +268,24 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
         .map(|i| i + 1)
 }
 
+/// Line of `key = ...` inside the `index`-th `header` block (an array of tables), else the
+/// block's header line.
+fn line_in_block(text: &str, header: &str, index: usize, key: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == header)
+        .nth(index)?
+        .0;
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| l.trim_start().starts_with('['))
+        .map_or(lines.len(), |p| start + 1 + p);
+    let within = line_of_key(&lines[start + 1..end].join("\n"), key);
+    Some(within.map_or(start + 1, |l| start + 1 + l))
+}
+
 fn parse_file_text(path: &Path, text: &str) -> Result<FileSettings, ConfigError> {
     let deserializer = toml::Deserializer::new(text);
     let settings: FileSettings = serde_path_to_error::deserialize(deserializer).map_err(|e| {
@@ -291,6 +315,7 @@ impl Settings {
             local_port: None,
             captures: BTreeMap::new(),
             control_socket: None,
+            controllets: controllet_host::HostConfig::default(),
         };
         if let Some(path) = &cli.config {
             let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -431,6 +456,30 @@ impl Settings {
             let n = parse_port_number(&number).map_err(|m| at(&field, &number, m))?;
             self.captures.insert(n, file);
         }
+        if let Some(bus) = &file.bus {
+            bus.validate()
+                .map_err(|(field, m)| at(&format!("bus.{field}"), field, m))?;
+        }
+        for (i, spec) in file.controllets.iter().enumerate() {
+            let block_line = |key: &str| line_in_block(text, "[[controllets]]", i, key);
+            let problem = spec.validate().err().or_else(|| {
+                let earlier = file.controllets[..i].iter().any(|s| s.name == spec.name);
+                earlier.then(|| ("name", format!("controllet `{}` is declared twice", spec.name)))
+            });
+            if let Some((field, message)) = problem {
+                return Err(ConfigError {
+                    file: Some(path.to_path_buf()),
+                    line: block_line(field),
+                    field: format!("controllets[{i}].{field}"),
+                    message,
+                });
+            }
+        }
+        self.controllets = controllet_host::HostConfig {
+            host: file.controllet_host.unwrap_or_default(),
+            bus: file.bus,
+            controllets: file.controllets,
+        };
         Ok(())
     }
 
@@ -521,6 +570,37 @@ mod tests {
         assert_eq!((err.line, err.field.as_str()), (Some(3), "ports.2"));
         let err = settings_from("datapath_id = \"zz\"\n", &[]).unwrap_err();
         assert_eq!((err.line, err.field.as_str()), (Some(1), "datapath_id"));
+    }
+
+    #[test]
+    fn controllets_and_the_bus_are_read_with_their_errors_located() {
+        let s = settings_from(
+            "[bus]\nlisten = \"127.0.0.1:16950\"\n\n[[controllets]]\nname = \"lsw\"\nprogram = \"/usr/bin/true\"\nmemory = \"64M\"\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.controllets.controllets.len(), 1);
+        assert_eq!(s.controllets.bus.as_ref().unwrap().listen, "127.0.0.1:16950");
+        let err = settings_from(
+            "[[controllets]]\nname = \"a\"\nprogram = \"/x\"\n\n[[controllets]]\nname = \"b\"\nprogram = \"/x\"\nmemory = \"lots\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!((err.line, err.field.as_str()), (Some(8), "controllets[1].memory"));
+        let err = settings_from(
+            "[[controllets]]\nname = \"a\"\nprogram = \"/x\"\n[[controllets]]\nprogram = \"relative\"\nname = \"b\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!((err.line, err.field.as_str()), (Some(5), "controllets[1].program"));
+        let err = settings_from(
+            "[[controllets]]\nname = \"a\"\nprogram = \"/x\"\n[[controllets]]\nname = \"a\"\nprogram = \"/y\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!((err.line, err.field.as_str()), (Some(5), "controllets[1].name"));
+        let err = settings_from("[bus]\nevents = [\"packet_in\", \"gossip\"]\n", &[]).unwrap_err();
+        assert_eq!((err.line, err.field.as_str()), (Some(2), "bus.events"));
     }
 
     #[test]

@@ -111,7 +111,6 @@ fn run(settings: Settings) -> std::io::Result<()> {
         .collect();
     let mut registry = control::Registry::new();
     control::templates::register(&mut registry, agent.clone());
-    let registry = Arc::new(registry);
     let result = runtime.block_on(serve(agent, settings, registry));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {
@@ -124,6 +123,25 @@ fn run(settings: Settings) -> std::io::Result<()> {
 }
 
 async fn serve(
+    agent: Agent,
+    settings: Settings,
+    mut registry: control::Registry,
+) -> std::io::Result<()> {
+    let controllets = controllet_host::Host::start(
+        settings.controllets.clone(),
+        agent.clone(),
+        settings.datapath_id,
+    )
+    .await
+    .map_err(|e| std::io::Error::other(format!("controllets: {e}")))?;
+    control::controllets::register(&mut registry, &controllets);
+    let registry = Arc::new(registry);
+    let result = serve_until_signal(agent, settings, registry).await;
+    controllets.shutdown().await;
+    result
+}
+
+async fn serve_until_signal(
     agent: Agent,
     settings: Settings,
     registry: Arc<control::Registry>,
