@@ -24,6 +24,7 @@
 
 pub mod bus;
 pub mod env;
+pub mod openflow;
 pub mod subjects;
 pub mod switch;
 
