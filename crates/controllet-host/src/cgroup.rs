@@ -96,11 +96,11 @@ impl Probe {
                     Ok(Place::V1(hierarchy.join(path)))
                 }
                 _ => Err(format!(
-                    "no cgroup {} controller: not in cgroup v2's {} and no v1 hierarchy at {}",
+                    "no cgroup {} controller: {} and no v1 hierarchy at {}",
                     c.name(),
                     v2_dir.as_ref().map_or_else(
-                        || "(no v2 hierarchy)".to_string(),
-                        |d| d.join("cgroup.controllers").display().to_string()
+                        || format!("no cgroup v2 hierarchy under {}", root.display()),
+                        |d| format!("not offered in {}", d.join("cgroup.controllers").display())
                     ),
                     hierarchy.display()
                 )),

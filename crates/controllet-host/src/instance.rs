@@ -82,7 +82,11 @@ fn chown(path: &Path, user: User) -> Result<(), HostError> {
 impl Instance {
     /// Confines and starts `spec`; refuses it, naming each piece, when this host lacks a
     /// confinement its declaration does not let it run without.
-    pub(crate) fn start(inner: &Arc<Inner>, spec: ControlletSpec) -> Result<Arc<Instance>, HostError> {
+    pub(crate) fn start(
+        inner: &Arc<Inner>,
+        spec: ControlletSpec,
+        log: Arc<Mutex<Log>>,
+    ) -> Result<Arc<Instance>, HostError> {
         let name = spec.name.to_string();
         let user = User::resolve(&spec.user).map_err(|e| err(format!("field `user`: {e}")))?;
         let mut confinement = confine(inner, &spec);
@@ -201,9 +205,7 @@ impl Instance {
             tasks,
             socket,
         };
-        let logs = inner.state_dir.join("logs");
-        let log_path = std::fs::create_dir_all(&logs).ok().map(|()| logs.join(format!("{name}.log")));
-        let (handle, stopped) = Handle::new(Log::new(log_path.as_deref()));
+        let (handle, stopped) = Handle::new(log);
         for (piece, reason) in &confinement.missing {
             handle.note(&format!("runs without {piece}: {reason}"));
         }
@@ -235,10 +237,6 @@ impl Instance {
     /// Whether its supervisor has ended and its resources are gone.
     pub fn finished(&self) -> bool {
         self.finished.load(Ordering::Acquire)
-    }
-
-    pub fn logs(&self, lines: usize) -> Vec<String> {
-        self.handle.log.lock().map(|l| l.tail(lines)).unwrap_or_default()
     }
 
     pub fn status(&self) -> Value {

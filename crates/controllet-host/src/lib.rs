@@ -71,6 +71,8 @@ fn err(message: impl Into<String>) -> HostError {
 /// One declared controllet: running, stopped, or refused.
 struct Entry {
     spec: ControlletSpec,
+    /// Its output across every start.
+    log: Arc<Mutex<logs::Log>>,
     instance: Option<Arc<Instance>>,
     refused: Option<String>,
 }
@@ -200,12 +202,18 @@ impl Host {
         let name = spec.name.to_string();
         spec.validate()
             .map_err(|(field, message)| err(format!("field `{field}`: {message}")))?;
-        match Instance::start(&self.inner, spec.clone()) {
+        let log = self
+            .entries()
+            .get(&name)
+            .map(|e| Arc::clone(&e.log))
+            .unwrap_or_else(|| Arc::new(Mutex::new(self.new_log(&name))));
+        match Instance::start(&self.inner, spec.clone(), Arc::clone(&log)) {
             Ok(instance) => {
                 self.entries().insert(
                     name,
                     Entry {
                         spec,
+                        log,
                         instance: Some(instance),
                         refused: None,
                     },
@@ -218,6 +226,7 @@ impl Host {
                         name,
                         Entry {
                             spec,
+                            log,
                             instance: None,
                             refused: Some(e.0.clone()),
                         },
@@ -226,6 +235,13 @@ impl Host {
                 Err(e)
             }
         }
+    }
+
+    /// A log kept in memory and in `<state_dir>/logs/<name>.log`, outside every sandbox.
+    fn new_log(&self, name: &str) -> logs::Log {
+        let dir = self.inner.state_dir.join("logs");
+        let path = std::fs::create_dir_all(&dir).ok().map(|()| dir.join(format!("{name}.log")));
+        logs::Log::new(path.as_deref())
     }
 
     /// Stops a controllet (it stays declared; `start NAME` runs it again).
@@ -269,11 +285,11 @@ impl Host {
     pub fn logs(&self, name: &str, lines: usize) -> Result<Vec<String>, HostError> {
         let entries = self.entries();
         let entry = entries.get(name).ok_or_else(|| err(format!("no controllet {name}")))?;
-        match (&entry.instance, &entry.refused) {
-            (Some(instance), _) => Ok(instance.logs(lines)),
-            (None, Some(reason)) => Ok(vec![format!("hairpind: refused: {reason}")]),
-            (None, None) => Ok(Vec::new()),
+        let mut tail = entry.log.lock().map(|l| l.tail(lines)).unwrap_or_default();
+        if let (None, Some(reason)) = (&entry.instance, &entry.refused) {
+            tail.push(format!("hairpind: {reason}"));
         }
+        Ok(tail)
     }
 
     /// The bus's state, for `bus/status`.

@@ -93,12 +93,12 @@ pub struct Handle {
 }
 
 impl Handle {
-    pub fn new(log: Log) -> (Handle, watch::Receiver<bool>) {
+    pub fn new(log: Arc<Mutex<Log>>) -> (Handle, watch::Receiver<bool>) {
         let (stop, stopped) = watch::channel(false);
         (
             Handle {
                 status: Arc::new(Mutex::new(RunState::default())),
-                log: Arc::new(Mutex::new(log)),
+                log,
                 stop,
             },
             stopped,
@@ -268,7 +268,7 @@ mod tests {
 
     #[tokio::test]
     async fn restarts_a_dying_process_keeps_its_output_and_stops_on_request() {
-        let (handle, stopped) = Handle::new(Log::new(None));
+        let (handle, stopped) = Handle::new(Arc::new(Mutex::new(Log::new(None))));
         let events = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&events);
         let task = tokio::spawn(supervise(
@@ -308,7 +308,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_process_that_ignores_its_stop_signal_is_killed_after_the_grace() {
-        let (handle, stopped) = Handle::new(Log::new(None));
+        let (handle, stopped) = Handle::new(Arc::new(Mutex::new(Log::new(None))));
         let task = tokio::spawn(supervise(
             handle.clone(),
             stopped,

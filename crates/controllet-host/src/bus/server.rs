@@ -35,7 +35,9 @@ impl Embedded {
     ) -> io::Result<Arc<Embedded>> {
         std::fs::create_dir_all(dir)?;
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-        let (handle, stopped) = Handle::new(Log::new(Some(&dir.join("nats-server.log"))));
+        let (handle, stopped) = Handle::new(Arc::new(Mutex::new(Log::new(Some(
+            &dir.join("nats-server.log"),
+        )))));
         let server = Arc::new(Embedded {
             spec,
             server_name,

@@ -1,0 +1,136 @@
+"""Controllets on a switch: the examples in namespaces with hosts (a Rust learning switch and a
+Python ARP responder sharing the switch, a remote controller hearing them on the bus), the
+host's refusals when a confinement is missing, and controllets started at run time."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+
+import pytest
+
+from hairpin.testing.controllets import (
+    BUS_PORT,
+    find_example,
+    hairpind,
+    python_controllet,
+    shared_tempdir,
+)
+from hairpin.testing.daemon import REPO
+from hairpin.testing.netns import star, unique_prefix
+from hairpin.testing.topology import background, wait_until
+
+HOSTS = 3
+CONFINED = ["sandbox", "cpu", "memory", "pids", "network", "bus"]
+
+
+def host_mac(ns: object, iface: str = "eth0") -> str:
+    out = ns.run("cat", f"/sys/class/net/{iface}/address").stdout  # type: ignore[attr-defined]
+    return out.strip()
+
+
+@pytest.mark.usefixtures("root")
+def test_examples_share_a_switch_and_tell_a_remote_controller() -> None:
+    with shared_tempdir("hp-infep-") as work, star(unique_prefix(), HOSTS) as topo:
+        (work / "remote.pw").write_text("remote-secret\n")
+        answers = [f"--answer={h.address}={host_mac(h.ns)}" for h in topo.hosts]
+        controllets = [
+            {
+                "name": "lsw",
+                "program": str(find_example("learning_switch")),
+                "read_only": [str(find_example("learning_switch").parent)],
+            },
+            {"name": "arp"}
+            | python_controllet("hairpin.controllet.examples.arp_responder", *answers),
+        ]
+        bus = {"users": [{"name": "remote", "password_file": str(work / "remote.pw")}]}
+        with hairpind(topo.switch, work, topo.ports, controllets, bus=bus) as switch:
+            for name in ("lsw", "arp"):
+                status = switch.wait_running(name)
+                assert status["confined"] == CONFINED, status
+                assert status["missing"] == {}, status
+            remote_args = [
+                str(REPO / ".venv" / "bin" / "python"),
+                "-m",
+                "hairpin.controllet.examples.remote_controller",
+                f"--url=nats://127.0.0.1:{BUS_PORT}",
+                "--user=remote",
+                f"--password-file={work / 'remote.pw'}",
+                "--switch=0000000000000001",
+            ]
+            remote_log = work / "remote.log"
+            with background(topo.switch, remote_args, remote_log):
+                assert wait_until(lambda: '"ready"' in remote_log.read_text(), 20), (
+                    remote_log.read_text()
+                )
+                # The ARP responder installs its rules once it has the switch's features.
+                assert wait_until(lambda: any("arp_tpa" in f for f in switch.flows()), 20), (
+                    switch.logs("arp")
+                )
+                for src, dst in itertools.permutations(topo.hosts, 2):
+                    assert src.ns.ping(dst.address, count=2), f"{src.ns.name} -> {dst.address}"
+                heard = [json.loads(line) for line in remote_log.read_text().splitlines()]
+
+            flows = switch.flows()
+            learned = [f for f in flows if "priority=10" in f]
+            assert len(learned) >= HOSTS * (HOSTS - 1), flows
+            arp_hits = [f for f in flows if "arp_tpa" in f and "n_packets=0" not in f]
+            assert arp_hits, flows
+            answered = switch.logs("arp")
+            assert any("answering ARP" in line for line in answered), answered
+
+            # The remote controller asked the switch for its ports and heard the controllets.
+            ports = next(h["ports"] for h in heard if "ports" in h)
+            assert sorted(p["port_no"] for p in ports) == [1, 2, 3], ports
+            subjects = [h.get("subject", "") for h in heard]
+            assert any(s.endswith(".c.lsw.learned") for s in subjects), heard
+            assert any(s.endswith(".c.arp.answered") for s in subjects), heard
+            switch.assert_alive()
+
+
+@pytest.mark.usefixtures("root")
+def test_missing_confinement_is_refused_by_name_unless_accepted() -> None:
+    sleep = {"program": "/bin/sleep", "args": ["600"]}
+    everything = ["sandbox", "cpu", "memory", "pids"]
+    with shared_tempdir("hp-infep-") as work, star(unique_prefix(), 1) as topo:
+        empty = work / "no-cgroups"
+        empty.mkdir()
+        controllets = [
+            {"name": "strict"} | sleep,
+            {"name": "lenient", "run_without": everything} | sleep,
+        ]
+        host = {"cgroup_root": str(empty), "bwrap": "/nonexistent/bwrap"}
+        with hairpind(topo.switch, work, topo.ports, controllets, host=host) as switch:
+            strict = switch.status("strict")
+            assert strict["state"] == "refused", strict
+            for piece in everything:
+                assert f"{piece} (" in strict["reason"], strict
+            assert "no bubblewrap at /nonexistent/bwrap" in strict["reason"], strict
+            lenient = switch.wait_running("lenient")
+            assert sorted(lenient["missing"]) == sorted(everything), lenient
+            assert lenient["confined"] == ["network", "bus"], lenient
+            table = switch.ctl("controllet", "list")
+            assert "refused" in table and "cpu,memory,pids,sandbox" in table, table
+
+            # At run time the same rules hold; stop and start keep the declaration.
+            late = ["controllet", "start", "late", "/bin/sleep"]
+            binary = switch.bin_dir / "hairpinctl"
+            refused = subprocess.run(
+                [str(binary), "--control", str(switch.control), *late, "--", "600"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert refused.returncode != 0, refused.stdout
+            assert "lacks sandbox (no bubblewrap" in refused.stderr, refused.stderr
+            accepted = [f"--run-without={p}" for p in everything]
+            switch.ctl(*late, *accepted, "--", "600")
+            switch.wait_running("late")
+            switch.ctl("controllet", "stop", "late")
+            assert wait_until(lambda: switch.status("late")["state"] == "stopped", 10)
+            switch.ctl("controllet", "start", "late")
+            switch.wait_running("late")
+            logs = switch.ctl("controllet", "logs", "late")
+            assert logs.count("hairpind: started") == 2, logs
+            assert "runs without sandbox" in logs, logs
