@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+import time
 
 import pytest
 
@@ -18,7 +19,7 @@ from hairpin.testing.controllets import (
     shared_tempdir,
 )
 from hairpin.testing.daemon import REPO
-from hairpin.testing.netns import star, unique_prefix
+from hairpin.testing.netns import link, namespace, star, unique_prefix
 from hairpin.testing.topology import background, wait_until
 
 HOSTS = 3
@@ -134,3 +135,72 @@ def test_missing_confinement_is_refused_by_name_unless_accepted() -> None:
             logs = switch.ctl("controllet", "logs", "late")
             assert logs.count("hairpind: started") == 2, logs
             assert "runs without sandbox" in logs, logs
+
+
+def udp_gap(sent: list[dict[str, int | None]], cut_ns: int) -> tuple[int, float]:
+    """(answers after the cut, the longest stretch without answers in ms) of a probe run."""
+    answered = [s["tx"] for s in sent if s["tx"] and s["rx"]]
+    after = [t for t in answered if t > cut_ns]  # type: ignore[operator]
+    gaps = [b - a for a, b in itertools.pairwise(answered)]  # type: ignore[operator]
+    return len(after), max(gaps, default=0) / 1e6
+
+
+@pytest.mark.usefixtures("root")
+def test_fast_reroute_restores_connectivity_after_a_link_cut() -> None:
+    """h1 - switch - two links (primary p2, backup p3) - a bridge in h2. Cutting the primary
+    at h2's end makes the switch see its port go down; the controllet moves the flows to the
+    backup. A 1000/s UDP probe measures the gap."""
+    python = str(REPO / ".venv" / "bin" / "python")
+    prefix = unique_prefix()
+    with (
+        shared_tempdir("hp-infep-") as work,
+        namespace(f"{prefix}-sw") as sw,
+        namespace(f"{prefix}-h1") as h1,
+        namespace(f"{prefix}-h2") as h2,
+    ):
+        link(sw, "p1", h1, "eth0")
+        link(sw, "p2", h2, "e2a")
+        link(sw, "p3", h2, "e2b")
+        h1.run("ip", "addr", "add", "10.0.0.1/24", "dev", "eth0")
+        h2.run("ip", "link", "add", "br0", "type", "bridge")
+        for leg in ("e2a", "e2b"):
+            h2.run("ip", "link", "set", leg, "master", "br0")
+        h2.run("ip", "addr", "add", "10.0.0.2/24", "dev", "br0")
+        h2.run("ip", "link", "set", "br0", "up")
+        frr = {
+            "name": "frr",
+            "program": str(find_example("fast_reroute")),
+            "args": ["--pair", "2:3", "--host-port", "1"],
+            "read_only": [str(find_example("fast_reroute").parent)],
+        }
+        with hairpind(sw, work, ["p1", "p2", "p3"], [frr]) as switch:
+            switch.wait_running("frr")
+            assert wait_until(lambda: "fast reroute ready" in "".join(switch.logs("frr")), 20)
+            assert h1.ping("10.0.0.2", count=2), switch.flows()
+            reflector = [python, "-m", "hairpin.bench.udp_echo", "reflect", "--port", "16961"]
+            with background(h2, reflector, work / "reflect.log"):
+                assert wait_until(lambda: "ready" in (work / "reflect.log").read_text(), 10)
+                probe = h1.popen(
+                    python,
+                    "-m",
+                    "hairpin.bench.udp_echo",
+                    "send",
+                    "--to",
+                    "10.0.0.2:16961",
+                    "--rate",
+                    "1000",
+                    "--seconds",
+                    "3",
+                    stdout=subprocess.PIPE,
+                )
+                time.sleep(1.0)
+                cut_ns = time.time_ns()
+                h2.run("ip", "link", "set", "e2a", "down")
+                out, _ = probe.communicate(timeout=30)
+            sent = [json.loads(line) for line in out.decode().splitlines()]
+            after, gap_ms = udp_gap(sent, cut_ns)
+            print(f"fast reroute: {gap_ms:.1f} ms without answers, {after} answers after the cut")
+            assert after > 500, f"connectivity not restored: {after} answers after the cut"
+            assert "traffic on port 3" in "".join(switch.logs("frr")), switch.logs("frr")
+            assert any("in_port=1" in f and "output:3" in f for f in switch.flows()), switch.flows()
+            switch.assert_alive()
