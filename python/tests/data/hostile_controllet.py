@@ -1,0 +1,109 @@
+"""A controllet that misbehaves, for the containment test. ``MODE`` is one of:
+
+- ``cpu``: spins forever;
+- ``memory``: allocates and touches memory without end;
+- ``fork``: forks until refused, then holds its children;
+- ``escape PATH...``: reads each PATH, writes outside its directory, opens raw sockets,
+  connects to the host's OpenFlow port, and publishes on other controllets' and the switch's
+  subjects (and, as a control, on its own), printing what happened to each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+import time
+
+
+def spin() -> None:
+    print("spinning", flush=True)
+    while True:
+        pass
+
+
+def hog_memory() -> None:
+    chunks = []
+    while True:
+        chunks.append(b"\x01" * (8 << 20))
+        print(f"holding {8 * len(chunks)} MiB", flush=True)
+
+
+def fork_bomb() -> None:
+    children = 0
+    while True:
+        try:
+            pid = os.fork()
+        except OSError as e:
+            print(f"fork refused after {children} children: {e.strerror}", flush=True)
+            break
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        children += 1
+    time.sleep(600)
+
+
+def attempt(what: str, action: object) -> None:
+    try:
+        result = action()  # type: ignore[operator]
+        print(f"ESCAPED {what}: {result!r:.60}", flush=True)
+    except OSError as e:
+        print(f"denied {what}: {e.strerror}", flush=True)
+
+
+async def publish_elsewhere() -> None:
+    import nats
+
+    dpid = os.environ["HAIRPIN_DATAPATH_ID"]
+    me = os.environ["HAIRPIN_CONTROLLET"]
+    errors: list[str] = []
+
+    async def on_error(e: Exception) -> None:
+        errors.append(str(e))
+
+    bus = await nats.connect(
+        os.environ["HAIRPIN_BUS_URL"],
+        user=os.environ["HAIRPIN_BUS_USER"],
+        password=os.environ["HAIRPIN_BUS_PASSWORD"],
+        error_cb=on_error,
+        inbox_prefix=f"_INBOX_{dpid}_{me}".encode(),
+    )
+    for subject in (f"hairpin.{dpid}.c.lsw.learned", f"hairpin.{dpid}.event.port_status"):
+        await bus.publish(subject, b"hostile")
+        await bus.flush()
+    await asyncio.sleep(1)
+    for error in errors:
+        print(f"bus refused: {error}", flush=True)
+    await bus.publish(f"hairpin.{dpid}.c.{me}.alive", b"own subject")
+    await bus.flush()
+    print("published on its own subject", flush=True)
+
+
+def escape(paths: list[str]) -> None:
+    from pathlib import Path
+
+    for path in paths:
+        attempt(f"read {path}", lambda p=path: Path(p).read_bytes()[:64])
+    attempt("write /usr/hostile", lambda: Path("/usr/hostile").write_text("x"))
+    attempt("write /etc/hostile", lambda: Path("/etc/hostile").write_text("x"))
+    attempt(
+        "raw packet socket",
+        lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3)),
+    )
+    attempt(
+        "raw ip socket",
+        lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP),
+    )
+    attempt(
+        "connect to the host's OpenFlow port",
+        lambda: socket.create_connection(("127.0.0.1", 16953), timeout=1),
+    )
+    asyncio.run(publish_elsewhere())
+    time.sleep(600)
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    {"cpu": spin, "memory": hog_memory, "fork": fork_bomb}.get(mode, lambda: escape(sys.argv[2:]))()
