@@ -301,6 +301,9 @@ impl Host {
                 "address": bus.addr,
                 "connected": matches!(bus.client.connection_state(), async_nats::connection::State::Connected),
                 "server": bus.embedded.as_ref().map(|s| s.handle.status()),
+                "server_log": bus.embedded.as_ref().map(|s| {
+                    s.handle.log.lock().map(|l| l.tail(20)).unwrap_or_default()
+                }),
                 "subjects": bus.switch.all(),
             }),
         }
