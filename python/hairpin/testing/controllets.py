@@ -157,15 +157,17 @@ def hairpind(
     bus: dict[str, object] | None = None,
     host: dict[str, object] | None = None,
     datapath_id: int = 1,
-    extra_toml: str = "",
+    controllers: Sequence[str] = (),
 ) -> Iterator[Switch]:
     """hairpind in ``ns`` with ports 1..N bound to ``ports``, the given controllets (TOML
-    fields as dicts), the embedded bus on 127.0.0.1:BUS_PORT unless ``bus`` says otherwise."""
+    fields as dicts), the embedded bus on 127.0.0.1:BUS_PORT unless ``bus`` says otherwise,
+    and connections to ``controllers`` (``tcp:IP:PORT``)."""
     binary = find_hairpind()
     bus_fields = {"listen": f"127.0.0.1:{BUS_PORT}"} | (bus or {})
     lines = [
         f'datapath_id = "{datapath_id:#x}"',
         f'listen = ["ptcp:{OF_PORT}:127.0.0.1"]',
+        f"controllers = {toml_value(list(controllers))}",
         f"control_socket = {toml_value(str(workdir / 'hairpind.ctl'))}",
         "[ports]",
         *(f'{i} = "{name}"' for i, name in enumerate(ports, start=1)),
@@ -180,7 +182,7 @@ def hairpind(
         lines.append("[[controllets]]")
         lines += [f"{k} = {toml_value(v)}" for k, v in c.items()]
     config = workdir / "hairpind.toml"
-    config.write_text("\n".join(lines) + "\n" + extra_toml)
+    config.write_text("\n".join(lines) + "\n")
     log_path = workdir / "hairpind.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(
