@@ -22,6 +22,10 @@ use serde::Serialize;
 
 /// CFS period the CPU quota is expressed in, in microseconds.
 const CPU_PERIOD_US: u64 = 100_000;
+/// The weight of all of a daemon's controllets together against the daemon's own threads
+/// (which have the default, 1024 in v1 and 100 in v2): under contention the switch comes first.
+const GROUP_CPU_SHARES: u64 = 128;
+const GROUP_CPU_WEIGHT: u64 = 12;
 
 /// A resource controller the host limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -216,6 +220,13 @@ impl Cgroup {
                     write(&own.join("cgroup.subtree_control"), enable.trim())?;
                 }
                 write(&group_dir.join("cgroup.subtree_control"), enable.trim())?;
+            }
+            if part.controllers.contains(&Controller::Cpu) {
+                if part.v2 {
+                    write(&group_dir.join("cpu.weight"), &GROUP_CPU_WEIGHT.to_string())?;
+                } else {
+                    write(&group_dir.join("cpu.shares"), &GROUP_CPU_SHARES.to_string())?;
+                }
             }
             match fs::create_dir(&part.dir) {
                 Ok(()) => {}
@@ -474,6 +485,7 @@ mod tests {
         assert_eq!(read("cpu/hairpind-1/lsw/cpu.cfs_period_us"), "100000");
         assert_eq!(read("memory/hairpind-1/lsw/memory.limit_in_bytes"), "67108864");
         assert_eq!(read("pids/hairpind-1/lsw/pids.max"), "32");
+        assert_eq!(read("cpu/hairpind-1/cpu.shares"), "128");
         assert_eq!(cg.controllers().count(), 3);
         assert_eq!(cg.procs_fds().len(), 3);
         std::mem::forget(cg); // a plain directory with files cannot be rmdir'ed like a cgroup
@@ -487,6 +499,7 @@ mod tests {
         assert_eq!(read_at(r, "hairpind-1/lsw/memory.max"), "67108864");
         assert_eq!(read_at(r, "hairpind-1/cgroup.subtree_control"), "+cpu +memory +pids");
         assert_eq!(read_at(r, "cgroup.subtree_control"), "+cpu +memory +pids");
+        assert_eq!(read_at(r, "hairpind-1/cpu.weight"), "12");
         std::mem::forget(cg);
     }
 
