@@ -93,7 +93,9 @@ impl Probe {
             let path = own.lines().find_map(|line| {
                 let mut parts = line.splitn(3, ':');
                 let (_, list, path) = (parts.next()?, parts.next()?, parts.next()?);
-                list.split(',').any(|n| n == c.name()).then(|| relative(path))
+                list.split(',')
+                    .any(|n| n == c.name())
+                    .then(|| relative(path))
             });
             match path {
                 Some(path) if hierarchy.join("cgroup.procs").is_file() => {
@@ -231,7 +233,12 @@ impl Cgroup {
             match fs::create_dir(&part.dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", part.dir.display()))),
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("{}: {e}", part.dir.display()),
+                    ))
+                }
             }
             let procs = OpenOptions::new()
                 .write(true)
@@ -277,7 +284,10 @@ impl Cgroup {
                         }
                     }
                     (Controller::Pids, _) => {
-                        write(&d.join("pids.max"), &limits.pids.unwrap_or(u64::MAX).to_string())?;
+                        write(
+                            &d.join("pids.max"),
+                            &limits.pids.unwrap_or(u64::MAX).to_string(),
+                        )?;
                     }
                 }
             }
@@ -287,7 +297,9 @@ impl Cgroup {
 
     /// The controllers this cgroup limits.
     pub fn controllers(&self) -> impl Iterator<Item = Controller> + '_ {
-        self.parts.iter().flat_map(|p| p.controllers.iter().copied())
+        self.parts
+            .iter()
+            .flat_map(|p| p.controllers.iter().copied())
     }
 
     /// Descriptors of the `cgroup.procs` files, for [`enter`] in the child.
@@ -301,7 +313,11 @@ impl Cgroup {
             .parts
             .iter()
             .filter_map(|p| fs::read_to_string(p.dir.join("cgroup.procs")).ok())
-            .flat_map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<_>>())
+            .flat_map(|s| {
+                s.lines()
+                    .filter_map(|l| l.trim().parse().ok())
+                    .collect::<Vec<_>>()
+            })
             .collect();
         pids.sort_unstable();
         pids.dedup();
@@ -448,7 +464,10 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
         touch(&r.join("cgroup.controllers"), "cpuset cpu io memory pids\n");
-        touch(&r.join("system.slice/hp.service/cgroup.controllers"), "cpu memory pids\n");
+        touch(
+            &r.join("system.slice/hp.service/cgroup.controllers"),
+            "cpu memory pids\n",
+        );
         let probe = Probe::of(r, "0::/system.slice/hp.service\n");
         let own = r.join("system.slice/hp.service");
         assert_eq!(probe.cpu, Ok(Place::V2(own.clone())));
@@ -483,7 +502,10 @@ mod tests {
         let read = |p: &str| fs::read_to_string(r.join(p)).unwrap();
         assert_eq!(read("cpu/hairpind-1/lsw/cpu.cfs_quota_us"), "25000");
         assert_eq!(read("cpu/hairpind-1/lsw/cpu.cfs_period_us"), "100000");
-        assert_eq!(read("memory/hairpind-1/lsw/memory.limit_in_bytes"), "67108864");
+        assert_eq!(
+            read("memory/hairpind-1/lsw/memory.limit_in_bytes"),
+            "67108864"
+        );
         assert_eq!(read("pids/hairpind-1/lsw/pids.max"), "32");
         assert_eq!(read("cpu/hairpind-1/cpu.shares"), "128");
         assert_eq!(cg.controllers().count(), 3);
@@ -497,7 +519,10 @@ mod tests {
         let cg = Cgroup::create(&probe, "hairpind-1", "lsw", limits).unwrap();
         assert_eq!(read_at(r, "hairpind-1/lsw/cpu.max"), "25000 100000");
         assert_eq!(read_at(r, "hairpind-1/lsw/memory.max"), "67108864");
-        assert_eq!(read_at(r, "hairpind-1/cgroup.subtree_control"), "+cpu +memory +pids");
+        assert_eq!(
+            read_at(r, "hairpind-1/cgroup.subtree_control"),
+            "+cpu +memory +pids"
+        );
         assert_eq!(read_at(r, "cgroup.subtree_control"), "+cpu +memory +pids");
         assert_eq!(read_at(r, "hairpind-1/cpu.weight"), "12");
         std::mem::forget(cg);
@@ -510,7 +535,10 @@ mod tests {
     #[test]
     fn usage_reads_the_kernel_s_counters() {
         assert_eq!(keyed("nr_periods 10\nnr_throttled 3\n", "nr_throttled"), 3);
-        assert_eq!(keyed("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", "oom_kill"), 2);
+        assert_eq!(
+            keyed("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n", "oom_kill"),
+            2
+        );
         assert_eq!(keyed("max 7\n", "max"), 7);
         assert_eq!(keyed("", "max"), 0);
     }

@@ -109,7 +109,8 @@ impl Instance {
         // The OpenFlow channel: a unix socket only its user may connect to.
         let socket = channel_dir.join(SOCKET);
         let _ = std::fs::remove_file(&socket);
-        let unix = std::os::unix::net::UnixListener::bind(&socket).map_err(|e| io_err(&socket, e))?;
+        let unix =
+            std::os::unix::net::UnixListener::bind(&socket).map_err(|e| io_err(&socket, e))?;
         chown(&socket, user)?;
         std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| io_err(&socket, e))?;
@@ -135,20 +136,26 @@ impl Instance {
                     if let Some(bus) = &inner.bus {
                         let listener = tokio_listener(listeners.next())?;
                         let target = bus.addr.clone();
-                        tasks.push(tokio::spawn(crate::bus::relay::relay(listener, target)).abort_handle());
+                        tasks.push(
+                            tokio::spawn(crate::bus::relay::relay(listener, target)).abort_handle(),
+                        );
                     }
                     if spec.channel == ChannelKind::Tcp {
                         let listener = tokio_listener(listeners.next())?;
                         let agent = inner.agent.clone();
-                        tasks.push(tokio::spawn(async move { agent.serve_tcp(listener).await }).abort_handle());
+                        tasks.push(
+                            tokio::spawn(async move { agent.serve_tcp(listener).await })
+                                .abort_handle(),
+                        );
                     }
                     netns = Some(net);
                 }
                 Err(e) => {
                     confinement.held.retain(|p| *p != Piece::Network);
-                    confinement
-                        .missing
-                        .push((Piece::Network, format!("cannot make a network namespace: {e}")));
+                    confinement.missing.push((
+                        Piece::Network,
+                        format!("cannot make a network namespace: {e}"),
+                    ));
                     check_refusal(&spec, &confinement)?;
                 }
             }
@@ -169,7 +176,9 @@ impl Instance {
                     for piece in [Piece::Cpu, Piece::Memory, Piece::Pids] {
                         if confinement.has(piece) {
                             confinement.held.retain(|p| *p != piece);
-                            confinement.missing.push((piece, format!("cannot make its cgroup: {e}")));
+                            confinement
+                                .missing
+                                .push((piece, format!("cannot make its cgroup: {e}")));
                         }
                     }
                     check_refusal(&spec, &confinement)?;
@@ -180,7 +189,9 @@ impl Instance {
 
         let channel = match (spec.channel, confinement.has(Piece::Sandbox)) {
             (ChannelKind::Tcp, _) => Channel::Tcp(format!("127.0.0.1:{CHANNEL_TCP_PORT}")),
-            (ChannelKind::Unix, true) => Channel::Unix(Path::new(sandbox::CHANNEL_DIR).join(SOCKET)),
+            (ChannelKind::Unix, true) => {
+                Channel::Unix(Path::new(sandbox::CHANNEL_DIR).join(SOCKET))
+            }
             (ChannelKind::Unix, false) => Channel::Unix(socket.clone()),
         };
         let argv = if confinement.has(Piece::Sandbox) {
@@ -214,7 +225,11 @@ impl Instance {
             env: Vec::new(),
             directory: directory.clone(),
             user,
-            cgroup_fds: resources.cgroup.as_ref().map(Cgroup::procs_fds).unwrap_or_default(),
+            cgroup_fds: resources
+                .cgroup
+                .as_ref()
+                .map(Cgroup::procs_fds)
+                .unwrap_or_default(),
             netns_fd: resources._netns.as_ref().map(PrivateNet::fd),
         };
         let instance = Arc::new(Instance {
@@ -226,7 +241,12 @@ impl Instance {
             resources: Arc::new(Mutex::new(Some(resources))),
             finished: Arc::new(AtomicBool::new(false)),
         });
-        tokio::spawn(run(Arc::clone(inner), Arc::clone(&instance), launch, stopped));
+        tokio::spawn(run(
+            Arc::clone(inner),
+            Arc::clone(&instance),
+            launch,
+            stopped,
+        ));
         Ok(instance)
     }
 
@@ -241,11 +261,10 @@ impl Instance {
 
     pub fn status(&self) -> Value {
         let run = self.handle.status();
-        let usage = self
-            .resources
-            .lock()
-            .ok()
-            .and_then(|r| r.as_ref().and_then(|r| r.cgroup.as_ref().map(Cgroup::usage)));
+        let usage = self.resources.lock().ok().and_then(|r| {
+            r.as_ref()
+                .and_then(|r| r.cgroup.as_ref().map(Cgroup::usage))
+        });
         let missing: serde_json::Map<String, Value> = self
             .confinement
             .missing
@@ -270,7 +289,9 @@ impl Instance {
     }
 }
 
-fn tokio_listener(listener: Option<std::net::TcpListener>) -> Result<tokio::net::TcpListener, HostError> {
+fn tokio_listener(
+    listener: Option<std::net::TcpListener>,
+) -> Result<tokio::net::TcpListener, HostError> {
     let listener = listener.ok_or_else(|| err("network namespace without its listener"))?;
     listener
         .set_nonblocking(true)
@@ -292,7 +313,10 @@ fn confine(inner: &Inner, spec: &ControlletSpec) -> Confinement {
         piece(
             Piece::Sandbox,
             if !is_executable(bwrap) {
-                Err(format!("no bubblewrap at {} (Debian package bubblewrap)", bwrap.display()))
+                Err(format!(
+                    "no bubblewrap at {} (Debian package bubblewrap)",
+                    bwrap.display()
+                ))
             } else if !userns {
                 Err("user namespaces are disabled (user.max_user_namespaces = 0)".into())
             } else {
@@ -304,7 +328,15 @@ fn confine(inner: &Inner, spec: &ControlletSpec) -> Confinement {
             (Piece::Memory, Controller::Memory),
             (Piece::Pids, Controller::Pids),
         ] {
-            piece(p, inner.probe.place(controller).as_ref().map(|_| ()).map_err(Clone::clone));
+            piece(
+                p,
+                inner
+                    .probe
+                    .place(controller)
+                    .as_ref()
+                    .map(|_| ())
+                    .map_err(Clone::clone),
+            );
         }
         if spec.network == Network::Private {
             piece(Piece::Network, Ok(()));
@@ -317,7 +349,10 @@ fn confine(inner: &Inner, spec: &ControlletSpec) -> Confinement {
             if confined {
                 Ok(())
             } else {
-                Err("an external bus and no bus_password_file: nothing confines what it publishes".into())
+                Err(
+                    "an external bus and no bus_password_file: nothing confines what it publishes"
+                        .into(),
+                )
             },
         );
     }
@@ -358,7 +393,9 @@ async fn run(
         Some(bus) => match bus.admit(&instance.spec).await {
             Ok(credentials) => credentials,
             Err(e) => {
-                instance.handle.note(&format!("cannot admit it to the bus: {e}"));
+                instance
+                    .handle
+                    .note(&format!("cannot admit it to the bus: {e}"));
                 finish(&inner, &instance);
                 return;
             }
@@ -383,8 +420,16 @@ async fn run(
         ("HOME".into(), instance.directory.display().to_string()),
         ("LANG".into(), "C.UTF-8".into()),
     ];
-    launch.env.extend(instance.spec.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-    launch.env.extend(env.to_vars().into_iter().map(|(k, v)| (k.to_string(), v)));
+    launch.env.extend(
+        instance
+            .spec
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    launch
+        .env
+        .extend(env.to_vars().into_iter().map(|(k, v)| (k.to_string(), v)));
 
     let resources = Arc::clone(&instance.resources);
     let terminate = move |pid: u32| {
@@ -415,9 +460,10 @@ async fn run(
             async move {
                 let Some(bus) = &inner.bus else { return };
                 let (what, body) = match event {
-                    Lifecycle::Started { pid, restarts } => {
-                        ("joined", json!({ "name": name, "pid": pid, "restarts": restarts }))
-                    }
+                    Lifecycle::Started { pid, restarts } => (
+                        "joined",
+                        json!({ "name": name, "pid": pid, "restarts": restarts }),
+                    ),
                     Lifecycle::Ended { exit } => ("left", json!({ "name": name, "exit": exit })),
                 };
                 let subject = bus.switch.controllet(what);

@@ -100,7 +100,11 @@ impl Host {
     /// Starts the bus (unless disabled or absent with no controllet declared) and every
     /// declared controllet. A controllet that cannot be confined is refused and listed with
     /// the reason; the switch runs on.
-    pub async fn start(config: HostConfig, agent: Agent, datapath_id: u64) -> Result<Host, HostError> {
+    pub async fn start(
+        config: HostConfig,
+        agent: Agent,
+        datapath_id: u64,
+    ) -> Result<Host, HostError> {
         let switch = Switch::new(datapath_id);
         let run_dir = config
             .host
@@ -184,9 +188,11 @@ impl Host {
     pub fn start_declared(&self, name: &str) -> Result<Value, HostError> {
         let spec = {
             let entries = self.entries();
-            let entry = entries
-                .get(name)
-                .ok_or_else(|| err(format!("no controllet {name} (give its program to declare it)")))?;
+            let entry = entries.get(name).ok_or_else(|| {
+                err(format!(
+                    "no controllet {name} (give its program to declare it)"
+                ))
+            })?;
             if entry.instance.as_ref().is_some_and(|i| !i.finished()) {
                 return Err(err(format!("controllet {name} is already running")));
             }
@@ -240,7 +246,9 @@ impl Host {
     /// A log kept in memory and in `<state_dir>/logs/<name>.log`, outside every sandbox.
     fn new_log(&self, name: &str) -> logs::Log {
         let dir = self.inner.state_dir.join("logs");
-        let path = std::fs::create_dir_all(&dir).ok().map(|()| dir.join(format!("{name}.log")));
+        let path = std::fs::create_dir_all(&dir)
+            .ok()
+            .map(|()| dir.join(format!("{name}.log")));
         logs::Log::new(path.as_deref())
     }
 
@@ -270,7 +278,9 @@ impl Host {
     /// One controllet's status: state, pid, restarts, confinement, what the limits did.
     pub fn status(&self, name: &str) -> Result<Value, HostError> {
         let entries = self.entries();
-        let entry = entries.get(name).ok_or_else(|| err(format!("no controllet {name}")))?;
+        let entry = entries
+            .get(name)
+            .ok_or_else(|| err(format!("no controllet {name}")))?;
         Ok(match (&entry.instance, &entry.refused) {
             (Some(instance), _) => instance.status(),
             (None, refused) => json!({
@@ -284,7 +294,9 @@ impl Host {
     /// The last `lines` lines a controllet wrote (and the host's notes about it).
     pub fn logs(&self, name: &str, lines: usize) -> Result<Vec<String>, HostError> {
         let entries = self.entries();
-        let entry = entries.get(name).ok_or_else(|| err(format!("no controllet {name}")))?;
+        let entry = entries
+            .get(name)
+            .ok_or_else(|| err(format!("no controllet {name}")))?;
         let mut tail = entry.log.lock().map(|l| l.tail(lines)).unwrap_or_default();
         if let (None, Some(reason)) = (&entry.instance, &entry.refused) {
             tail.push(format!("hairpind: {reason}"));
@@ -318,14 +330,17 @@ impl Host {
                 let f = self.inner.agent.with_switch(|s| s.features());
                 json!({ "datapath_id": format!("{:016x}", f.datapath_id), "n_tables": f.n_tables })
             }
-            other => json!({ "error": format!("no query `{other}` (controllets, ports, features)") }),
+            other => {
+                json!({ "error": format!("no query `{other}` (controllets, ports, features)") })
+            }
         }
     }
 
     fn ports(&self) -> Value {
-        let body = self.inner.agent.with_switch(|s| {
-            s.multipart(&ofp::MultipartRequestBody::PortDesc, 0)
-        });
+        let body = self
+            .inner
+            .agent
+            .with_switch(|s| s.multipart(&ofp::MultipartRequestBody::PortDesc, 0));
         let Ok(ofp::MultipartReplyBody::PortDesc(ports)) = body else {
             return json!([]);
         };
@@ -364,7 +379,8 @@ impl Host {
             bus.stop();
             if let Some(server) = &bus.embedded {
                 let deadline = tokio::time::Instant::now() + supervise::GRACE;
-                while server.handle.status().pid.is_some() && tokio::time::Instant::now() < deadline {
+                while server.handle.status().pid.is_some() && tokio::time::Instant::now() < deadline
+                {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             }

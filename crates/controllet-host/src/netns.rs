@@ -107,7 +107,10 @@ mod tests {
         // namespace's.
         let _client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         net.listeners[0].set_nonblocking(true).unwrap();
-        assert!(net.listeners[0].accept().is_err(), "reached the private namespace");
+        assert!(
+            net.listeners[0].accept().is_err(),
+            "reached the private namespace"
+        );
         assert!(host.accept().is_ok());
     }
 }

@@ -31,7 +31,9 @@ impl User {
             Err(_) => lookup(name).ok_or_else(|| format!("no user `{name}` on this host"))?,
         };
         if user.uid == 0 || user.gid == 0 {
-            return Err(format!("`{name}` is root: a controllet runs as an unprivileged user"));
+            return Err(format!(
+                "`{name}` is root: a controllet runs as an unprivileged user"
+            ));
         }
         Ok(user)
     }
@@ -45,7 +47,13 @@ fn lookup(name: &str) -> Option<User> {
     let mut result: *mut libc::passwd = std::ptr::null_mut();
     // SAFETY: every pointer is valid for the call and `buf.len()` is its real length.
     let rc = unsafe {
-        libc::getpwnam_r(cname.as_ptr(), &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result)
+        libc::getpwnam_r(
+            cname.as_ptr(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
     };
     (rc == 0 && !result.is_null()).then_some(User {
         uid: pwd.pw_uid,
@@ -136,9 +144,17 @@ mod tests {
     #[test]
     fn users_resolve_and_root_is_refused() {
         assert_eq!(User::resolve("nobody").map(|u| u.uid), Ok(65534));
-        assert_eq!(User::resolve("4242"), Ok(User { uid: 4242, gid: 4242 }));
+        assert_eq!(
+            User::resolve("4242"),
+            Ok(User {
+                uid: 4242,
+                gid: 4242
+            })
+        );
         assert!(User::resolve("root").unwrap_err().contains("root"));
         assert!(User::resolve("0").is_err());
-        assert!(User::resolve("no-such-user-here").unwrap_err().contains("no user"));
+        assert!(User::resolve("no-such-user-here")
+            .unwrap_err()
+            .contains("no user"));
     }
 }

@@ -72,7 +72,13 @@ impl Plan {
             }
         }
         push(&[&"--proc", &"/proc", &"--dev", &"/dev", &"--tmpfs", &"/tmp"]);
-        push(&[&"--tmpfs", &"/run", &"--bind", &self.channel_dir, &CHANNEL_DIR]);
+        push(&[
+            &"--tmpfs",
+            &"/run",
+            &"--bind",
+            &self.channel_dir,
+            &CHANNEL_DIR,
+        ]);
         for path in &self.read_only {
             push(&[&"--ro-bind", path, path]);
         }
@@ -100,7 +106,9 @@ mod tests {
     }
 
     fn pairs(argv: &[OsString]) -> Vec<String> {
-        argv.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        argv.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
@@ -125,7 +133,10 @@ mod tests {
             assert!(joined.contains(wanted), "{wanted} missing in {joined}");
         }
         let usr = root.path().join("usr").display().to_string();
-        assert!(joined.contains(&format!("--ro-bind {usr} /usr")), "{joined}");
+        assert!(
+            joined.contains(&format!("--ro-bind {usr} /usr")),
+            "{joined}"
+        );
         // Writable binds: only the channel and the private directory.
         let writable: Vec<_> = argv
             .windows(2)
@@ -137,6 +148,9 @@ mod tests {
         for hidden in [" /home", " /root", "--bind /var ", "--ro-bind /run "] {
             assert!(!joined.contains(hidden), "{hidden} in {joined}");
         }
-        assert!(!argv.iter().any(|a| a == "--unshare-net"), "the host picks the netns");
+        assert!(
+            !argv.iter().any(|a| a == "--unshare-net"),
+            "the host picks the netns"
+        );
     }
 }

@@ -287,18 +287,27 @@ impl ControlletSpec {
     /// Checks what single fields cannot: the field at fault and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
         if !self.program.is_absolute() {
-            return Err(("program", format!("`{}` is not an absolute path", self.program.display())));
+            return Err((
+                "program",
+                format!("`{}` is not an absolute path", self.program.display()),
+            ));
         }
         if let Some(dir) = &self.directory {
             if !dir.is_absolute() || dir.components().count() < 3 {
                 return Err((
                     "directory",
-                    format!("`{}` is not an absolute path at least two levels deep", dir.display()),
+                    format!(
+                        "`{}` is not an absolute path at least two levels deep",
+                        dir.display()
+                    ),
                 ));
             }
         }
         if let Some(path) = self.read_only.iter().find(|p| !p.is_absolute()) {
-            return Err(("read_only", format!("`{}` is not an absolute path", path.display())));
+            return Err((
+                "read_only",
+                format!("`{}` is not an absolute path", path.display()),
+            ));
         }
         if self.channel == ChannelKind::Tcp && self.network != Network::Private {
             return Err((
@@ -312,8 +321,15 @@ impl ControlletSpec {
         if self.restart.min.0 > self.restart.max.0 || self.restart.min.0.is_zero() {
             return Err(("restart", "needs 0 < min <= max".into()));
         }
-        if let Some(key) = self.env.keys().find(|k| k.starts_with("HAIRPIN_") || k.is_empty() || k.contains('=')) {
-            return Err(("env", format!("`{key}`: HAIRPIN_* variables are set by hairpind")));
+        if let Some(key) = self
+            .env
+            .keys()
+            .find(|k| k.starts_with("HAIRPIN_") || k.is_empty() || k.contains('='))
+        {
+            return Err((
+                "env",
+                format!("`{key}`: HAIRPIN_* variables are set by hairpind"),
+            ));
         }
         Ok(())
     }
@@ -361,7 +377,11 @@ fn default_nats_server() -> PathBuf {
     PathBuf::from("/usr/sbin/nats-server")
 }
 fn default_events() -> Vec<String> {
-    vec!["packet_in".into(), "port_status".into(), "flow_removed".into()]
+    vec![
+        "packet_in".into(),
+        "port_status".into(),
+        "flow_removed".into(),
+    ]
 }
 
 /// `[bus]`: an external NATS cluster (`url`), or the embedded `nats-server` hairpind starts.
@@ -412,7 +432,10 @@ impl BusSpec {
             .iter()
             .find(|e| controllet::subjects::EventKind::from_token(e).is_none())
         {
-            return Err(("events", format!("`{bad}` is not packet_in, port_status or flow_removed")));
+            return Err((
+                "events",
+                format!("`{bad}` is not packet_in, port_status or flow_removed"),
+            ));
         }
         if self.listen.parse::<std::net::SocketAddr>().is_err() {
             return Err(("listen", format!("`{}` is not IP:PORT", self.listen)));
@@ -424,7 +447,10 @@ impl BusSpec {
         }
         if let Some(cluster) = &self.cluster {
             if cluster.listen.parse::<std::net::SocketAddr>().is_err() {
-                return Err(("cluster", format!("listen `{}` is not IP:PORT", cluster.listen)));
+                return Err((
+                    "cluster",
+                    format!("listen `{}` is not IP:PORT", cluster.listen),
+                ));
             }
         }
         Ok(())
@@ -489,9 +515,11 @@ mod tests {
         assert!(e.contains("duration"), "{e}");
         let s = spec("name = \"a\"\nprogram = \"x\"\n").unwrap();
         assert_eq!(s.validate().unwrap_err().0, "program");
-        let s = spec("name = \"a\"\nprogram = \"/x\"\nnetwork = \"host\"\nchannel = \"tcp\"\n").unwrap();
+        let s = spec("name = \"a\"\nprogram = \"/x\"\nnetwork = \"host\"\nchannel = \"tcp\"\n")
+            .unwrap();
         assert_eq!(s.validate().unwrap_err().0, "channel");
-        let s = spec("name = \"a\"\nprogram = \"/x\"\nenv = { HAIRPIN_OPENFLOW = \"x\" }\n").unwrap();
+        let s =
+            spec("name = \"a\"\nprogram = \"/x\"\nenv = { HAIRPIN_OPENFLOW = \"x\" }\n").unwrap();
         assert_eq!(s.validate().unwrap_err().0, "env");
     }
 
@@ -502,7 +530,10 @@ mod tests {
         assert_eq!(ByteSize::parse("2097152"), Ok(ByteSize(2 << 20)));
         assert!(ByteSize::parse("100K").is_err(), "below 1M");
         assert!(ByteSize::parse("99999999999999G").is_err());
-        assert_eq!(Period::parse("250ms"), Ok(Period(Duration::from_millis(250))));
+        assert_eq!(
+            Period::parse("250ms"),
+            Ok(Period(Duration::from_millis(250)))
+        );
         assert_eq!(Period::parse("2m"), Ok(Period(Duration::from_secs(120))));
         assert!(Period::parse("ms").is_err());
     }

@@ -290,7 +290,11 @@ mod tests {
         ));
         let deadline = Instant::now() + Duration::from_secs(10);
         while handle.status().restarts < 3 {
-            assert!(Instant::now() < deadline, "no restarts: {:?}", handle.status());
+            assert!(
+                Instant::now() < deadline,
+                "no restarts: {:?}",
+                handle.status()
+            );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         handle.stop();
@@ -301,7 +305,10 @@ mod tests {
         let log = lock(&handle.log).tail(usize::MAX);
         assert!(log.iter().filter(|l| *l == "out").count() >= 3, "{log:?}");
         assert!(log.iter().any(|l| l == "err"), "{log:?}");
-        assert!(log.iter().any(|l| l.contains("restart in 20 ms")), "{log:?}");
+        assert!(
+            log.iter().any(|l| l.contains("restart in 20 ms")),
+            "{log:?}"
+        );
         let events = lock(&events);
         assert!(events.iter().any(|e| e.contains("Ended")), "{events:?}");
     }

@@ -47,11 +47,18 @@ fn parse_args() -> Result<Args, String> {
         let parts: Vec<&str> = value.split(':').collect();
         match (flag.as_str(), parts.as_slice()) {
             ("--host-port", [p]) => args.host_port = num(p)?,
-            ("--pair", [p, b]) => args.pairs.push(Pair { primary: num(p)?, backup: num(b)? }),
+            ("--pair", [p, b]) => args.pairs.push(Pair {
+                primary: num(p)?,
+                backup: num(b)?,
+            }),
             ("--follow", [name]) => args.follow = Some(name.to_string()),
-            ("--peer", [r, p, b]) => args
-                .peers
-                .push((num(r)?, Pair { primary: num(p)?, backup: num(b)? })),
+            ("--peer", [r, p, b]) => args.peers.push((
+                num(r)?,
+                Pair {
+                    primary: num(p)?,
+                    backup: num(b)?,
+                },
+            )),
             _ => return Err(format!("cannot read {flag} {value}")),
         }
     }
@@ -79,7 +86,9 @@ async fn main() -> Result<(), controllet::Error> {
     let mut ctl = controllet::Controllet::start().await?;
     let switch = ctl.switch.sender.clone();
     for pair in &args.pairs {
-        switch.send_all(&path_flows(args.host_port, pair.primary)).await?;
+        switch
+            .send_all(&path_flows(args.host_port, pair.primary))
+            .await?;
     }
     switch.send(&Message::BarrierRequest).await?;
     println!("fast reroute ready: {:?}", args.pairs);
@@ -131,7 +140,18 @@ async fn next(sub: &mut Option<async_nats::Subscriber>) -> Option<async_nats::Me
 /// `{"port":N,"up":B}`, as this controllet publishes it.
 fn parse_link(payload: &[u8]) -> Option<(u32, bool)> {
     let text = std::str::from_utf8(payload).ok()?;
-    let port = text.split("\"port\":").nth(1)?.split([',', '}']).next()?.trim().parse().ok()?;
-    let up = text.split("\"up\":").nth(1)?.trim_start().starts_with("true");
+    let port = text
+        .split("\"port\":")
+        .nth(1)?
+        .split([',', '}'])
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    let up = text
+        .split("\"up\":")
+        .nth(1)?
+        .trim_start()
+        .starts_with("true");
     Some((port, up))
 }

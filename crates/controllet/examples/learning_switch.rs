@@ -15,10 +15,15 @@ async fn main() -> Result<(), controllet::Error> {
     let mut ctl = controllet::Controllet::start().await?;
     let switch = ctl.switch.sender.clone();
     switch.send(&openflow::table_miss_to_controller()).await?;
-    println!("learning switch on {:016x}, flows: {install}", ctl.env.datapath_id);
+    println!(
+        "learning switch on {:016x}, flows: {install}",
+        ctl.env.datapath_id
+    );
     let mut macs: HashMap<Mac, u32> = HashMap::new();
     while let Some((_, msg)) = ctl.switch.receiver.recv().await? {
-        let Message::PacketIn(pin) = msg else { continue };
+        let Message::PacketIn(pin) = msg else {
+            continue;
+        };
         let (Some(in_port), Some((dst, src))) =
             (openflow::in_port(&pin), openflow::eth_addresses(&pin.data))
         else {
@@ -43,11 +48,16 @@ async fn main() -> Result<(), controllet::Error> {
             }
         }
         let action = openflow::output(out.unwrap_or(OFPP_FLOOD));
-        switch.send(&openflow::packet_out(&pin, vec![action])).await?;
+        switch
+            .send(&openflow::packet_out(&pin, vec![action]))
+            .await?;
     }
     Ok(())
 }
 
 fn hex(mac: &Mac) -> String {
-    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }

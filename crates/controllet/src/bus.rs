@@ -26,7 +26,11 @@ pub struct Bus {
 impl Bus {
     /// Connects as controllet `name` of switch `datapath_id`, with its credentials and its
     /// private reply inbox.
-    pub async fn connect(access: &BusAccess, name: &str, datapath_id: u64) -> Result<Bus, BusError> {
+    pub async fn connect(
+        access: &BusAccess,
+        name: &str,
+        datapath_id: u64,
+    ) -> Result<Bus, BusError> {
         let switch = subjects::Switch::new(datapath_id);
         let mut options = ConnectOptions::new()
             .name(format!("controllet {name} of {}", switch.0))
@@ -87,7 +91,11 @@ impl Bus {
     }
 
     /// Answers a request.
-    pub async fn reply(&self, request: &BusMessage, payload: impl Into<Bytes>) -> Result<(), BusError> {
+    pub async fn reply(
+        &self,
+        request: &BusMessage,
+        payload: impl Into<Bytes>,
+    ) -> Result<(), BusError> {
         let Some(reply) = &request.reply else {
             return Ok(());
         };

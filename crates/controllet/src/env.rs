@@ -91,7 +91,9 @@ impl Environment {
             .map_err(|_| EnvError(format!("{DATAPATH_ID}=`{dpid}` is not hex")))?;
         let channel = need(OPENFLOW)?;
         let openflow = Channel::parse(&channel).ok_or_else(|| {
-            EnvError(format!("{OPENFLOW}=`{channel}` is not unix:PATH or tcp:ADDR"))
+            EnvError(format!(
+                "{OPENFLOW}=`{channel}` is not unix:PATH or tcp:ADDR"
+            ))
         })?;
         let bus = get(BUS_URL).map(|url| BusAccess {
             url,

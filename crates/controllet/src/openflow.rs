@@ -13,7 +13,11 @@ pub type Mac = [u8; 6];
 pub fn output(port: u32) -> Action {
     Action::Output {
         port,
-        max_len: if port == OFPP_CONTROLLER { OFPCML_NO_BUFFER } else { 0 },
+        max_len: if port == OFPP_CONTROLLER {
+            OFPCML_NO_BUFFER
+        } else {
+            0
+        },
     }
 }
 
@@ -36,7 +40,12 @@ pub fn exact(values: &[OxmValue]) -> Match {
 
 /// A flow in table 0 that applies `actions`.
 pub fn flow(priority: u16, match_: Match, actions: Vec<Action>) -> FlowMod {
-    FlowMod::add(0, priority, match_, vec![Instruction::ApplyActions(actions)])
+    FlowMod::add(
+        0,
+        priority,
+        match_,
+        vec![Instruction::ApplyActions(actions)],
+    )
 }
 
 /// Deletes the flows of table 0 that `match_` covers.
@@ -54,7 +63,11 @@ pub fn packet_out(pin: &PacketIn, actions: Vec<Action>) -> Message {
         buffer_id: pin.buffer_id,
         in_port: in_port(pin).unwrap_or(ofp::OFPP_CONTROLLER),
         actions,
-        data: if buffered { Vec::new() } else { pin.data.clone() },
+        data: if buffered {
+            Vec::new()
+        } else {
+            pin.data.clone()
+        },
     })
 }
 

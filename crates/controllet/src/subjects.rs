@@ -166,16 +166,25 @@ mod tests {
             "hairpin.000000000000002a.event.port_status"
         );
         assert_eq!(s.own("lsw"), "hairpin.000000000000002a.c.lsw.>");
-        assert_eq!(s.topic("frr", "link"), "hairpin.000000000000002a.c.frr.link");
+        assert_eq!(
+            s.topic("frr", "link"),
+            "hairpin.000000000000002a.c.frr.link"
+        );
         assert_eq!(
             s.ask(SWITCH_SERVICE, "ports"),
             "hairpin.000000000000002a.ask.switch.ports"
         );
-        assert_eq!(s.controllet("joined"), "hairpin.000000000000002a.controllet.joined");
+        assert_eq!(
+            s.controllet("joined"),
+            "hairpin.000000000000002a.controllet.joined"
+        );
         assert_eq!(any::topic("frr", "link"), "hairpin.*.c.frr.link");
         assert_eq!(parse(&s.topic("frr", "link")), Some((0x2a, "c.frr.link")));
         assert_eq!(parse("hairpin.2a.c.x"), None);
-        assert_eq!(EventKind::from_token("flow_removed"), Some(EventKind::FlowRemoved));
+        assert_eq!(
+            EventKind::from_token("flow_removed"),
+            Some(EventKind::FlowRemoved)
+        );
     }
 
     #[test]
@@ -184,7 +193,16 @@ mod tests {
             assert!(valid_name(good), "{good}");
         }
         for bad in [
-            "", "switch", "a.b", "a*", "a>", "../x", "A", "1abc", "a b", &"x".repeat(33),
+            "",
+            "switch",
+            "a.b",
+            "a*",
+            "a>",
+            "../x",
+            "A",
+            "1abc",
+            "a b",
+            &"x".repeat(33),
         ] {
             assert!(!valid_name(bad), "{bad}");
         }

@@ -108,9 +108,9 @@ impl Receiver {
             return Ok(None);
         };
         self.start += len;
-        ofp::decode(frame)
-            .map(Some)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("from the switch: {e}")))
+        ofp::decode(frame).map(Some).map_err(|e| {
+            io::Error::new(io::ErrorKind::InvalidData, format!("from the switch: {e}"))
+        })
     }
 }
 
@@ -231,7 +231,10 @@ mod tests {
                     ofp::encode(0, &Message::BarrierReply, &mut out);
                     w.write_all(&out).await.unwrap();
                 }
-                if msgs.iter().any(|(h, m)| h.xid == 77 && matches!(m, Message::EchoReply(d) if d == b"ping")) {
+                if msgs
+                    .iter()
+                    .any(|(h, m)| h.xid == 77 && matches!(m, Message::EchoReply(d) if d == b"ping"))
+                {
                     return got;
                 }
             }

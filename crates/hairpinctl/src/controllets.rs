@@ -95,9 +95,9 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 spec.insert("args".into(), json!(args));
                 let mut vars = Map::new();
                 for pair in env {
-                    let (k, v) = pair
-                        .split_once('=')
-                        .ok_or_else(|| CtlError::Usage(format!("--env `{pair}` is not KEY=VALUE")))?;
+                    let (k, v) = pair.split_once('=').ok_or_else(|| {
+                        CtlError::Usage(format!("--env `{pair}` is not KEY=VALUE"))
+                    })?;
                     vars.insert(k.into(), json!(v));
                 }
                 spec.insert("env".into(), Value::Object(vars));
@@ -120,7 +120,8 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 }
             } else if !args.is_empty() || !env.is_empty() || cpu.is_some() || memory.is_some() {
                 return Err(CtlError::Usage(
-                    "a declared controllet starts by name alone; give PROGRAM to declare a new one".into(),
+                    "a declared controllet starts by name alone; give PROGRAM to declare a new one"
+                        .into(),
                 ));
             }
             ("controllet/start", Value::Object(spec))
@@ -146,7 +147,10 @@ pub fn format(command: &ControlletCommand, result: &Value) -> String {
             })
             .unwrap_or_default(),
         ControlletCommand::List { json: false } => table(result),
-        _ => format!("{}\n", serde_json::to_string_pretty(result).unwrap_or_default()),
+        _ => format!(
+            "{}\n",
+            serde_json::to_string_pretty(result).unwrap_or_default()
+        ),
     }
 }
 
@@ -156,7 +160,12 @@ fn table(list: &Value) -> String {
         "NAME", "STATE", "PID", "RESTARTS", "CONFINED", "RUNS WITHOUT"
     );
     for c in list.as_array().into_iter().flatten() {
-        let text = |key: &str| c.get(key).and_then(Value::as_str).unwrap_or("-").to_string();
+        let text = |key: &str| {
+            c.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("-")
+                .to_string()
+        };
         let confined: Vec<&str> = c
             .get("confined")
             .and_then(Value::as_array)
@@ -167,14 +176,28 @@ fn table(list: &Value) -> String {
             .and_then(Value::as_object)
             .map(|m| m.keys().collect())
             .unwrap_or_default();
-        let pid = c.get("pid").and_then(Value::as_u64).map_or("-".into(), |p| p.to_string());
+        let pid = c
+            .get("pid")
+            .and_then(Value::as_u64)
+            .map_or("-".into(), |p| p.to_string());
         let restarts = c.get("restarts").and_then(Value::as_u64).unwrap_or(0);
         let state = text("state");
-        let confined = if confined.is_empty() { "-".to_string() } else { confined.join(",") };
-        let missing = if missing.is_empty() {
-            c.get("reason").and_then(Value::as_str).unwrap_or("-").to_string()
+        let confined = if confined.is_empty() {
+            "-".to_string()
         } else {
-            missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+            confined.join(",")
+        };
+        let missing = if missing.is_empty() {
+            c.get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("-")
+                .to_string()
+        } else {
+            missing
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(",")
         };
         out += &format!(
             "{:<16} {:<8} {:>8} {:>8}  {:<40} {}\n",
@@ -207,8 +230,22 @@ mod tests {
     #[test]
     fn start_declares_with_flags_or_restarts_by_name() {
         let cmd = parse(&[
-            "start", "lsw", "/opt/lsw", "--cpu", "0.25", "--memory", "64M", "--env", "A=1",
-            "--read-only", "/opt", "--run-without", "pids", "--", "--flows", "x",
+            "start",
+            "lsw",
+            "/opt/lsw",
+            "--cpu",
+            "0.25",
+            "--memory",
+            "64M",
+            "--env",
+            "A=1",
+            "--read-only",
+            "/opt",
+            "--run-without",
+            "pids",
+            "--",
+            "--flows",
+            "x",
         ]);
         let (method, params) = request(&cmd).unwrap();
         assert_eq!(method, "controllet/start");
@@ -234,7 +271,9 @@ mod tests {
         let text = format(&ControlletCommand::List { json: false }, &list);
         let lines: Vec<&str> = text.lines().collect();
         assert!(lines[0].starts_with("NAME"));
-        assert!(lines[1].contains("lsw") && lines[1].contains("42") && lines[1].contains("sandbox,cpu"));
+        assert!(
+            lines[1].contains("lsw") && lines[1].contains("42") && lines[1].contains("sandbox,cpu")
+        );
         assert!(lines[1].ends_with("pids"));
         assert!(lines[2].contains("refused") && lines[2].ends_with("this host lacks pids"));
     }

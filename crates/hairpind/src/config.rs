@@ -464,7 +464,12 @@ impl Settings {
             let block_line = |key: &str| line_in_block(text, "[[controllets]]", i, key);
             let problem = spec.validate().err().or_else(|| {
                 let earlier = file.controllets[..i].iter().any(|s| s.name == spec.name);
-                earlier.then(|| ("name", format!("controllet `{}` is declared twice", spec.name)))
+                earlier.then(|| {
+                    (
+                        "name",
+                        format!("controllet `{}` is declared twice", spec.name),
+                    )
+                })
             });
             if let Some((field, message)) = problem {
                 return Err(ConfigError {
@@ -580,25 +585,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.controllets.controllets.len(), 1);
-        assert_eq!(s.controllets.bus.as_ref().unwrap().listen, "127.0.0.1:16950");
+        assert_eq!(
+            s.controllets.bus.as_ref().unwrap().listen,
+            "127.0.0.1:16950"
+        );
         let err = settings_from(
             "[[controllets]]\nname = \"a\"\nprogram = \"/x\"\n\n[[controllets]]\nname = \"b\"\nprogram = \"/x\"\nmemory = \"lots\"\n",
             &[],
         )
         .unwrap_err();
-        assert_eq!((err.line, err.field.as_str()), (Some(8), "controllets[1].memory"));
+        assert_eq!(
+            (err.line, err.field.as_str()),
+            (Some(8), "controllets[1].memory")
+        );
         let err = settings_from(
             "[[controllets]]\nname = \"a\"\nprogram = \"/x\"\n[[controllets]]\nprogram = \"relative\"\nname = \"b\"\n",
             &[],
         )
         .unwrap_err();
-        assert_eq!((err.line, err.field.as_str()), (Some(5), "controllets[1].program"));
+        assert_eq!(
+            (err.line, err.field.as_str()),
+            (Some(5), "controllets[1].program")
+        );
         let err = settings_from(
             "[[controllets]]\nname = \"a\"\nprogram = \"/x\"\n[[controllets]]\nname = \"a\"\nprogram = \"/y\"\n",
             &[],
         )
         .unwrap_err();
-        assert_eq!((err.line, err.field.as_str()), (Some(5), "controllets[1].name"));
+        assert_eq!(
+            (err.line, err.field.as_str()),
+            (Some(5), "controllets[1].name")
+        );
         let err = settings_from("[bus]\nevents = [\"packet_in\", \"gossip\"]\n", &[]).unwrap_err();
         assert_eq!((err.line, err.field.as_str()), (Some(2), "bus.events"));
     }

@@ -134,9 +134,16 @@ mod tests {
             a.publish,
             ["hairpin.0000000000000001.c.lsw.>", "hairpin.*.ask.>"]
         );
-        assert!(a.subscribe.contains(&"hairpin.0000000000000001.ask.lsw.>".to_string()));
-        assert!(a.subscribe.contains(&"_INBOX_0000000000000001_lsw.>".to_string()));
-        assert!(!a.subscribe.iter().any(|s| s == ">" || s == "_INBOX.>" || s.contains("ask.switch")));
+        assert!(a
+            .subscribe
+            .contains(&"hairpin.0000000000000001.ask.lsw.>".to_string()));
+        assert!(a
+            .subscribe
+            .contains(&"_INBOX_0000000000000001_lsw.>".to_string()));
+        assert!(!a
+            .subscribe
+            .iter()
+            .any(|s| s == ">" || s == "_INBOX.>" || s.contains("ask.switch")));
         let config = server_config("hp-1", "127.0.0.1:4222", None, &[a, daemon("d".into())]);
         let users = config["authorization"]["users"].as_array().unwrap();
         assert_eq!(users[0]["permissions"]["allow_responses"], json!(true));

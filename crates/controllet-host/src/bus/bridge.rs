@@ -25,8 +25,7 @@ pub async fn publish_events(
     kinds: Vec<EventKind>,
     mut events: broadcast::Receiver<Event>,
 ) {
-    let subjects: Vec<(EventKind, String)> =
-        kinds.iter().map(|&k| (k, switch.event(k))).collect();
+    let subjects: Vec<(EventKind, String)> = kinds.iter().map(|&k| (k, switch.event(k))).collect();
     let mut wire = Vec::with_capacity(2048);
     loop {
         let event = match events.recv().await {

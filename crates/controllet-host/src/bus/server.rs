@@ -74,7 +74,12 @@ impl Embedded {
         let deadline = Instant::now() + Duration::from_secs(10);
         while tokio::net::TcpStream::connect(&addr).await.is_err() {
             if Instant::now() > deadline {
-                let log = server.handle.log.lock().map(|l| l.tail(20)).unwrap_or_default();
+                let log = server
+                    .handle
+                    .log
+                    .lock()
+                    .map(|l| l.tail(20))
+                    .unwrap_or_default();
                 return Err(io::Error::other(format!(
                     "nats-server ({}) does not accept connections on {addr}: {}",
                     server.spec.nats_server.display(),

@@ -34,13 +34,17 @@ pub fn register(registry: &mut Registry, host: &Host) {
         },
     );
     let h = host.clone();
-    registry.add("controllet/stop", "stop a controllet: {\"name\"}", move |params| {
-        h.stop(name_of(&params)?).map_err(failed)
-    });
+    registry.add(
+        "controllet/stop",
+        "stop a controllet: {\"name\"}",
+        move |params| h.stop(name_of(&params)?).map_err(failed),
+    );
     let h = host.clone();
-    registry.add("controllet/list", "every controllet's state, confinement and limits at work", move |_| {
-        Ok(h.list())
-    });
+    registry.add(
+        "controllet/list",
+        "every controllet's state, confinement and limits at work",
+        move |_| Ok(h.list()),
+    );
     let h = host.clone();
     registry.add(
         "controllet/logs",
@@ -51,7 +55,9 @@ pub fn register(registry: &mut Registry, host: &Host) {
         },
     );
     let h = host.clone();
-    registry.add("bus/status", "the message bus: embedded or external, its address and state", move |_| {
-        Ok(h.bus_status())
-    });
+    registry.add(
+        "bus/status",
+        "the message bus: embedded or external, its address and state",
+        move |_| Ok(h.bus_status()),
+    );
 }
