@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from hairpin.testing.netns import star, unique_prefix
 from hairpin.testing.topology import background, wait_until
 
 HOSTILE = Path(__file__).parent / "data" / "hostile_controllet.py"
+NOBODY = 65534
 
 
 def hostile(name: str, *args: str, **limits: object) -> dict[str, object]:
@@ -46,6 +48,7 @@ def test_a_hostile_controllet_is_contained_and_the_others_keep_working() -> None
         secret = work / "state" / "controllets" / "lsw" / "secret"
         secret.parent.mkdir(parents=True)
         secret.write_text("lsw's secret")
+        os.chown(secret.parent, NOBODY, NOBODY)
         readable = [
             str(secret),
             str(work / "run" / "bus" / "nats-server.json"),

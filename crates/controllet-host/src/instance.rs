@@ -7,7 +7,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use controllet::env::{BusAccess, Channel, Environment};
 use serde_json::{json, Value};
@@ -45,7 +44,7 @@ impl Confinement {
 /// What is taken down when the controllet stops.
 struct Resources {
     cgroup: Option<Cgroup>,
-    _netns: Option<PrivateNet>,
+    netns: Option<PrivateNet>,
     tasks: Vec<AbortHandle>,
     socket: PathBuf,
 }
@@ -97,10 +96,10 @@ impl Instance {
             .directory
             .clone()
             .unwrap_or_else(|| inner.state_dir.join("controllets").join(&name));
-        std::fs::create_dir_all(&directory).map_err(|e| io_err(&directory, e))?;
-        chown(&directory, user)?;
-        std::fs::set_permissions(&directory, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| io_err(&directory, e))?;
+        private_directory(&directory, user)?;
+        if confinement.has(Piece::Sandbox) {
+            check_visible(&spec, &directory)?;
+        }
         let channel_dir = inner.run_dir.join("controllets").join(&name);
         std::fs::create_dir_all(&channel_dir).map_err(|e| io_err(&channel_dir, e))?;
         std::fs::set_permissions(&channel_dir, std::fs::Permissions::from_mode(0o755))
@@ -212,7 +211,7 @@ impl Instance {
         };
         let resources = Resources {
             cgroup,
-            _netns: netns,
+            netns: netns,
             tasks,
             socket,
         };
@@ -230,7 +229,7 @@ impl Instance {
                 .as_ref()
                 .map(Cgroup::procs_fds)
                 .unwrap_or_default(),
-            netns_fd: resources._netns.as_ref().map(PrivateNet::fd),
+            netns_fd: resources.netns.as_ref().map(PrivateNet::fd),
         };
         let instance = Arc::new(Instance {
             spec,
@@ -286,6 +285,44 @@ impl Instance {
             "directory": self.directory,
             "program": self.spec.program,
         })
+    }
+}
+
+/// Makes the controllet's private directory, or takes an existing one only if its user
+/// already owns it: hairpind never hands an existing directory (`/etc`, another user's home)
+/// over to a controllet.
+fn private_directory(directory: &Path, user: User) -> Result<(), HostError> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata(directory) {
+        Ok(m) if m.is_dir() && m.uid() == user.uid => Ok(()),
+        Ok(m) => Err(err(format!(
+            "field `directory`: {} exists and is not a directory of uid {} (it belongs to uid {}); give the controllet a directory of its own",
+            directory.display(),
+            user.uid,
+            m.uid()
+        ))),
+        Err(_) => {
+            std::fs::create_dir_all(directory).map_err(|e| io_err(directory, e))?;
+            chown(directory, user)?;
+            std::fs::set_permissions(directory, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| io_err(directory, e))
+        }
+    }
+}
+
+/// Refuses a program the sandbox would not show (bubblewrap would fail at every restart).
+fn check_visible(spec: &ControlletSpec, directory: &Path) -> Result<(), HostError> {
+    let shown = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"];
+    let visible = shown.iter().any(|p| spec.program.starts_with(p))
+        || spec.program.starts_with(directory)
+        || spec.read_only.iter().any(|p| spec.program.starts_with(p));
+    if visible {
+        Ok(())
+    } else {
+        Err(err(format!(
+            "field `program`: {} is not visible in the sandbox (it shows /usr, /etc, its directory and the read_only paths): add its directory to read_only",
+            spec.program.display()
+        )))
     }
 }
 
@@ -471,7 +508,6 @@ async fn run(
             }
         }
     };
-    let started = Instant::now();
     supervise::supervise(
         instance.handle.clone(),
         stopped,
@@ -481,7 +517,6 @@ async fn run(
         lifecycle,
     )
     .await;
-    let _ = started;
     finish(&inner, &instance);
 }
 

@@ -26,7 +26,6 @@ use std::time::Duration;
 
 use agent::Agent;
 use controllet::subjects::{EventKind, Switch};
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 pub use spec::{BusSpec, ControlletSpec, HostSpec, Piece};
@@ -36,12 +35,10 @@ use instance::Instance;
 
 /// What hairpind's settings say about controllets: `[controllet_host]`, `[bus]` and
 /// `[[controllets]]`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct HostConfig {
-    #[serde(default)]
     pub host: HostSpec,
     pub bus: Option<BusSpec>,
-    #[serde(default)]
     pub controllets: Vec<ControlletSpec>,
 }
 

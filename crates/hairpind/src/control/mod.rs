@@ -110,7 +110,10 @@ pub fn bind(path: &Path) -> io::Result<UnixListener> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    UnixListener::bind(path)
+    let listener = UnixListener::bind(path)?;
+    // Its commands start programs (controllets) and change the switch: root's only.
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    Ok(listener)
 }
 
 /// Serves `registry` on `listener` until the task is dropped.
