@@ -525,6 +525,11 @@ fn finish(inner: &Inner, instance: &Instance) {
         bus.forget(instance.spec.name.as_str());
     }
     let resources = instance.resources.lock().ok().and_then(|mut r| r.take());
-    drop(resources);
-    instance.finished.store(true, Ordering::Release);
+    let finished = Arc::clone(&instance.finished);
+    // Emptying and removing the cgroup may wait for exiting processes: not on the runtime's
+    // thread, which serves every OpenFlow connection.
+    tokio::task::spawn_blocking(move || {
+        drop(resources);
+        finished.store(true, Ordering::Release);
+    });
 }

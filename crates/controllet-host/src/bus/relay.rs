@@ -15,6 +15,8 @@ pub async fn relay(listener: TcpListener, target: String) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         let Ok((mut inside, _)) = listener.accept().await else {
+            // Out of descriptors, most likely: wait rather than spin.
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             continue;
         };
         let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
