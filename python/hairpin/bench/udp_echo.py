@@ -1,8 +1,9 @@
 """UDP probes timed by the kernel, for control-latency measurements between two hosts.
 
 ``python -m hairpin.bench.udp_echo reflect --port P`` answers each datagram with the same
-bytes and prints, per datagram, one JSON line: its sequence number, the kernel's receive
-timestamp and the kernel's transmit timestamp of the answer, so ``T_refl = t_tx - t_rx``.
+bytes and, when it ends (``--seconds`` or SIGTERM), prints one JSON line per datagram: its
+sequence number, the kernel's receive timestamp and the kernel's transmit timestamp of the
+answer, so ``T_refl = t_tx - t_rx``.
 
 ``python -m hairpin.bench.udp_echo send --to IP:P --rate R --seconds S`` sends sequence-numbered
 datagrams at R per second and prints one JSON line per datagram: the kernel's transmit
@@ -17,10 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import select
+import signal
 import socket
 import struct
 import sys
 import time
+from collections.abc import Iterator
 
 SO_TIMESTAMPING = 37
 SCM_TIMESTAMPING = SO_TIMESTAMPING
@@ -43,6 +46,7 @@ PAYLOAD = 64
 
 def timestamped_socket() -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setblocking(False)
     s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPING, FLAGS)
     s.setsockopt(socket.SOL_IP, IP_RECVERR, 1)
     return s
@@ -77,29 +81,43 @@ def drain_tx(s: socket.socket, into: dict[int, int]) -> None:
             into[ident] = ts
 
 
+def receive(s: socket.socket) -> Iterator[tuple[bytes, int | None, object]]:
+    """Every datagram waiting on a non-blocking socket: (data, receive timestamp, peer)."""
+    while True:
+        try:
+            data, ancillary, _, peer = s.recvmsg(2048, 1024)
+        except BlockingIOError:
+            return
+        except ConnectionRefusedError:
+            continue  # an ICMP error for an earlier datagram (IP_RECVERR)
+        yield data, software_ns(ancillary), peer
+
+
 def reflect(port: int, seconds: float) -> None:
+    """Reflects until ``seconds`` pass or SIGTERM comes, then prints what it timed (all at
+    the end: a reader that waits for the end must not stall it on a full pipe)."""
     s = timestamped_socket()
     s.bind(("0.0.0.0", port))
     print(json.dumps({"ready": True}), flush=True)
     deadline = time.monotonic() + seconds
+    stopped = []
+    signal.signal(signal.SIGTERM, lambda *_: stopped.append(True))
     sent = 0
     pending: dict[int, tuple[int, int]] = {}
     tx: dict[int, int] = {}
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([s], [], [], 0.2)
-        if not ready:
-            drain_tx(s, tx)
-            continue
-        data, ancillary, _, peer = s.recvmsg(2048, 1024)
-        rx = software_ns(ancillary)
-        s.sendto(data, peer)
-        if len(data) >= SEQ.size and rx is not None:
-            pending[sent] = (SEQ.unpack_from(data)[0], rx)
-        sent += 1
+    timed: list[str] = []
+    while time.monotonic() < deadline and not stopped:
+        select.select([s], [], [], 0.2)
+        for data, rx, peer in receive(s):
+            s.sendto(data, peer)  # type: ignore[arg-type]
+            if len(data) >= SEQ.size and rx is not None:
+                pending[sent] = (SEQ.unpack_from(data)[0], rx)
+            sent += 1
         drain_tx(s, tx)
         for ident in [i for i in pending if i in tx]:
             seq, rx_ns = pending.pop(ident)
-            print(json.dumps({"seq": seq, "rx": rx_ns, "tx": tx.pop(ident)}), flush=True)
+            timed.append(json.dumps({"seq": seq, "rx": rx_ns, "tx": tx.pop(ident)}))
+    print("\n".join(timed), flush=True)
 
 
 def send(target: str, rate: float, seconds: float, wait: float) -> None:
@@ -110,35 +128,24 @@ def send(target: str, rate: float, seconds: float, wait: float) -> None:
     interval = 1.0 / rate
     tx: dict[int, int] = {}
     rx: dict[int, int] = {}
+
+    def collect() -> None:
+        for data, stamp, _ in receive(s):
+            if len(data) >= SEQ.size and stamp is not None:
+                rx[SEQ.unpack_from(data)[0]] = stamp
+        drain_tx(s, tx)
+
     start = time.monotonic()
     for seq in range(count):
         s.send(SEQ.pack(seq) + bytes(PAYLOAD - SEQ.size))
-        while True:
-            remaining = start + (seq + 1) * interval - time.monotonic()
-            ready, _, _ = select.select([s], [], [], max(remaining, 0))
-            if ready:
-                try:
-                    data, ancillary, _, _ = s.recvmsg(2048, 1024, socket.MSG_DONTWAIT)
-                except (BlockingIOError, ConnectionRefusedError):
-                    data, ancillary = b"", []
-                stamp = software_ns(ancillary)
-                if len(data) >= SEQ.size and stamp is not None:
-                    rx[SEQ.unpack_from(data)[0]] = stamp
-            drain_tx(s, tx)
-            if remaining <= 0:
-                break
+        while (remaining := start + (seq + 1) * interval - time.monotonic()) > 0:
+            select.select([s], [], [], remaining)
+            collect()
     end = time.monotonic() + wait
     while time.monotonic() < end and len(rx) < count:
-        ready, _, _ = select.select([s], [], [], 0.05)
-        if ready:
-            try:
-                data, ancillary, _, _ = s.recvmsg(2048, 1024, socket.MSG_DONTWAIT)
-            except (BlockingIOError, ConnectionRefusedError):
-                continue
-            stamp = software_ns(ancillary)
-            if len(data) >= SEQ.size and stamp is not None:
-                rx[SEQ.unpack_from(data)[0]] = stamp
-    drain_tx(s, tx)
+        select.select([s], [], [], 0.05)
+        collect()
+    collect()
     for seq in range(count):
         print(json.dumps({"seq": seq, "tx": tx.get(seq), "rx": rx.get(seq)}))
     sys.stdout.flush()
