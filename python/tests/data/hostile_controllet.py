@@ -1,6 +1,6 @@
 """A controllet that misbehaves, for the containment test. ``MODE`` is one of:
 
-- ``cpu``: spins forever;
+- ``cpu``: spins forever, printing the CPU share it gets;
 - ``memory``: allocates and touches memory without end;
 - ``fork``: forks until refused, then holds its children;
 - ``escape PATH...``: reads each PATH, writes outside its directory, opens raw sockets,
@@ -18,9 +18,15 @@ import time
 
 
 def spin() -> None:
+    """Spins, printing the share of a CPU it got over each half second."""
     print("spinning", flush=True)
+    wall, cpu = time.monotonic(), time.process_time()
     while True:
-        pass
+        now = time.monotonic()
+        if now - wall >= 0.5:
+            used = time.process_time()
+            print(f"cpu share {(used - cpu) / (now - wall):.3f}", flush=True)
+            wall, cpu = now, used
 
 
 def hog_memory() -> None:
