@@ -211,7 +211,7 @@ impl Instance {
         };
         let resources = Resources {
             cgroup,
-            netns: netns,
+            netns,
             tasks,
             socket,
         };

@@ -95,7 +95,7 @@ pub struct Cpus(pub f64);
 impl<'de> Deserialize<'de> for Cpus {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = f64::deserialize(d)?;
-        if v.is_finite() && v >= 0.01 && v <= 1024.0 {
+        if (0.01..=1024.0).contains(&v) {
             Ok(Cpus(v))
         } else {
             Err(serde::de::Error::custom(format!(

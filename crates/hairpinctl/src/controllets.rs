@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
 
 use crate::error::CtlError;
@@ -11,48 +11,7 @@ use crate::error::CtlError;
 #[derive(Subcommand, Debug)]
 pub enum ControlletCommand {
     /// Start a declared controllet by NAME, or declare and start a new one with PROGRAM.
-    Start {
-        name: String,
-        /// Absolute path of the program (declares a new controllet).
-        program: Option<PathBuf>,
-        /// Arguments of the program (after `--`).
-        #[arg(last = true)]
-        args: Vec<String>,
-        /// CPU share in CPUs (default 0.5).
-        #[arg(long)]
-        cpu: Option<f64>,
-        /// Memory limit: 256M, 1G, ... (default 256M).
-        #[arg(long)]
-        memory: Option<String>,
-        /// Most processes at once (default 64).
-        #[arg(long)]
-        pids: Option<u64>,
-        /// `private` (own network namespace, the default) or `host`.
-        #[arg(long)]
-        network: Option<String>,
-        /// `unix` (the default) or `tcp` (needs a private network).
-        #[arg(long)]
-        channel: Option<String>,
-        /// `sandbox` (the default) or `none`.
-        #[arg(long)]
-        isolation: Option<String>,
-        /// The unprivileged user it runs as (default nobody).
-        #[arg(long)]
-        user: Option<String>,
-        /// Its private writable directory.
-        #[arg(long)]
-        directory: Option<PathBuf>,
-        /// A host path shown read-only in the sandbox (repeatable).
-        #[arg(long = "read-only")]
-        read_only: Vec<PathBuf>,
-        /// An environment variable, KEY=VALUE (repeatable).
-        #[arg(long = "env")]
-        env: Vec<String>,
-        /// A confinement it may run without where the host lacks it: sandbox, cpu, memory,
-        /// pids, network, bus (repeatable).
-        #[arg(long = "run-without")]
-        run_without: Vec<String>,
-    },
+    Start(Box<Start>),
     /// Stop a controllet (it stays declared).
     Stop { name: String },
     /// Every controllet: state, pid, restarts, confinement, what the limits did.
@@ -69,25 +28,71 @@ pub enum ControlletCommand {
     },
 }
 
+/// `controllet start`: a name, and for a new controllet its declaration.
+#[derive(Args, Debug)]
+pub struct Start {
+    name: String,
+    /// Absolute path of the program (declares a new controllet).
+    program: Option<PathBuf>,
+    /// Arguments of the program (after `--`).
+    #[arg(last = true)]
+    args: Vec<String>,
+    /// CPU share in CPUs (default 0.5).
+    #[arg(long)]
+    cpu: Option<f64>,
+    /// Memory limit: 256M, 1G, ... (default 256M).
+    #[arg(long)]
+    memory: Option<String>,
+    /// Most processes at once (default 64).
+    #[arg(long)]
+    pids: Option<u64>,
+    /// `private` (own network namespace, the default) or `host`.
+    #[arg(long)]
+    network: Option<String>,
+    /// `unix` (the default) or `tcp` (needs a private network).
+    #[arg(long)]
+    channel: Option<String>,
+    /// `sandbox` (the default) or `none`.
+    #[arg(long)]
+    isolation: Option<String>,
+    /// The unprivileged user it runs as (default nobody).
+    #[arg(long)]
+    user: Option<String>,
+    /// Its private writable directory.
+    #[arg(long)]
+    directory: Option<PathBuf>,
+    /// A host path shown read-only in the sandbox (repeatable).
+    #[arg(long = "read-only")]
+    read_only: Vec<PathBuf>,
+    /// An environment variable, KEY=VALUE (repeatable).
+    #[arg(long = "env")]
+    env: Vec<String>,
+    /// A confinement it may run without where the host lacks it: sandbox, cpu, memory,
+    /// pids, network, bus (repeatable).
+    #[arg(long = "run-without")]
+    run_without: Vec<String>,
+}
+
 /// The management method and params of a subcommand.
 pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), CtlError> {
     Ok(match command {
-        ControlletCommand::Start {
-            name,
-            program,
-            args,
-            cpu,
-            memory,
-            pids,
-            network,
-            channel,
-            isolation,
-            user,
-            directory,
-            read_only,
-            env,
-            run_without,
-        } => {
+        ControlletCommand::Start(start) => {
+            let Start {
+                name,
+                program,
+                args,
+                cpu,
+                memory,
+                pids,
+                network,
+                channel,
+                isolation,
+                user,
+                directory,
+                read_only,
+                env,
+                run_without,
+            } = start.as_ref();
             let mut spec = Map::new();
             spec.insert("name".into(), json!(name));
             if let Some(program) = program {
