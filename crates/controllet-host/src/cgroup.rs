@@ -22,10 +22,6 @@ use serde::Serialize;
 
 /// CFS period the CPU quota is expressed in, in microseconds.
 const CPU_PERIOD_US: u64 = 100_000;
-/// The weight of all of a daemon's controllets together against the daemon's own threads
-/// (which have the default, 1024 in v1 and 100 in v2): under contention the switch comes first.
-const GROUP_CPU_SHARES: u64 = 128;
-const GROUP_CPU_WEIGHT: u64 = 12;
 
 /// A resource controller the host limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +134,10 @@ pub struct Limits {
     pub cpus: Option<f64>,
     pub memory: Option<u64>,
     pub pids: Option<u64>,
+    /// The CPU weight of all of the daemon's controllets together against the daemon's own
+    /// threads, in cgroup v2 units (the daemon's threads weigh 100; v1 shares are 10.24 times
+    /// as much).
+    pub group_weight: u64,
 }
 
 /// Counters that show a limit at work.
@@ -224,10 +224,12 @@ impl Cgroup {
                 write(&group_dir.join("cgroup.subtree_control"), enable.trim())?;
             }
             if part.controllers.contains(&Controller::Cpu) {
+                let weight = limits.group_weight.clamp(1, 10_000);
                 if part.v2 {
-                    write(&group_dir.join("cpu.weight"), &GROUP_CPU_WEIGHT.to_string())?;
+                    write(&group_dir.join("cpu.weight"), &weight.to_string())?;
                 } else {
-                    write(&group_dir.join("cpu.shares"), &GROUP_CPU_SHARES.to_string())?;
+                    let shares = (weight * 1024 / 100).max(2);
+                    write(&group_dir.join("cpu.shares"), &shares.to_string())?;
                 }
             }
             match fs::create_dir(&part.dir) {
@@ -497,6 +499,7 @@ mod tests {
             cpus: Some(0.25),
             memory: Some(64 << 20),
             pids: Some(32),
+            group_weight: 12,
         };
         let cg = Cgroup::create(&probe, "hairpind-1", "lsw", limits).unwrap();
         let read = |p: &str| fs::read_to_string(r.join(p)).unwrap();
@@ -507,7 +510,7 @@ mod tests {
             "67108864"
         );
         assert_eq!(read("pids/hairpind-1/lsw/pids.max"), "32");
-        assert_eq!(read("cpu/hairpind-1/cpu.shares"), "128");
+        assert_eq!(read("cpu/hairpind-1/cpu.shares"), "122");
         assert_eq!(cg.controllers().count(), 3);
         assert_eq!(cg.procs_fds().len(), 3);
         std::mem::forget(cg); // a plain directory with files cannot be rmdir'ed like a cgroup

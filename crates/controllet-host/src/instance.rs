@@ -165,8 +165,10 @@ impl Instance {
             cpus: confinement.has(Piece::Cpu).then_some(spec.cpu.0),
             memory: confinement.has(Piece::Memory).then_some(spec.memory.0),
             pids: confinement.has(Piece::Pids).then_some(spec.pids),
+            group_weight: inner.host.cpu_weight,
         };
-        let cgroup = if limits == Limits::default() {
+        let unlimited = limits.cpus.is_none() && limits.memory.is_none() && limits.pids.is_none();
+        let cgroup = if unlimited {
             None
         } else {
             match Cgroup::create(&inner.probe, &inner.group, &name, limits) {

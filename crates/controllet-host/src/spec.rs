@@ -467,6 +467,10 @@ pub struct HostSpec {
     pub state_dir: Option<PathBuf>,
     pub bwrap: PathBuf,
     pub cgroup_root: PathBuf,
+    /// The CPU weight of all controllets together against hairpind's own threads (which
+    /// weigh 100): low by default, so that under contention the switch comes first; 100
+    /// makes a latency-critical controllet compete evenly.
+    pub cpu_weight: u64,
 }
 
 impl Default for HostSpec {
@@ -476,6 +480,7 @@ impl Default for HostSpec {
             state_dir: None,
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
+            cpu_weight: 12,
         }
     }
 }

@@ -480,8 +480,16 @@ impl Settings {
                 });
             }
         }
+        let host = file.controllet_host.unwrap_or_default();
+        if !(1..=10_000).contains(&host.cpu_weight) {
+            return Err(at(
+                "controllet_host.cpu_weight",
+                "cpu_weight",
+                format!("{} is not a CPU weight (1 to 10000)", host.cpu_weight),
+            ));
+        }
         self.controllets = controllet_host::HostConfig {
-            host: file.controllet_host.unwrap_or_default(),
+            host,
             bus: file.bus,
             controllets: file.controllets,
         };

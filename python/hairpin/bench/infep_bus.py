@@ -8,7 +8,7 @@ misses the flow table and becomes a packet-in, which hairpind publishes on
 node (``bus_latency``, the Rust SDK's probe) reads the stamp on arrival; both clocks are this
 machine's.
 
-``python -m hairpin.bench.infep_bus [--rate 1000] [--seconds 5] [--json FILE]``
+``python -m hairpin.bench.infep_bus [--rate 1000] [--seconds 5] [--json FILE] [--plot FILE]``
 """
 
 from __future__ import annotations
@@ -52,11 +52,33 @@ def remote_server_config(password: str) -> dict[str, object]:
     }
 
 
+def plot(results: dict[str, object], path: Path) -> None:
+    """Percentiles of the delay, local and remote subscriber side by side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = ["p5_us", "p50_us", "p95_us", "p99_us"]
+    fig, ax = plt.subplots(figsize=(6, 3))
+    for i, where in enumerate(("local", "remote")):
+        values = [results[where][k] for k in keys]  # type: ignore[index]
+        ax.bar([x + 0.4 * i for x in range(len(keys))], values, width=0.4, label=where)
+    ax.set_xticks([x + 0.2 for x in range(len(keys))], [k.split("_")[0] for k in keys])
+    ax.set_yscale("log")
+    ax.set_ylabel("publish to receive (µs, log)")
+    ax.legend()
+    ax.grid(axis="y", which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rate", type=float, default=1000.0)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--plot", type=Path)
     args = parser.parse_args()
     count = int(args.rate * args.seconds)
     probe = str(find_example("bus_latency"))
@@ -118,6 +140,8 @@ def main() -> None:
         print(json.dumps(results), flush=True)
         if args.json:
             args.json.write_text(json.dumps(results))
+        if args.plot:
+            plot(results, args.plot)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ processing latency ``T_proc = (RTT - T_refl) / 2``. Variants:
 - ``osken-remote``: os-ken's learning switch as a controller over TCP (on this machine, over
   loopback: the remote controller's best case).
 
+Controllets run with ``cpu_weight = 100`` (as much CPU weight as hairpind's own threads) unless
+``--cpu-weight`` says otherwise: hairpind's default (12) makes them yield to the switch, a
+policy whose cost on a busy host is reported beside.
+
 ``python -m hairpin.bench.infep_fig4 [--seconds 50] [--rate 100] [--json FILE] [--plot FILE]``
 """
 
@@ -71,7 +75,9 @@ def t_proc_us(sent: Sequence[dict[str, int]], reflected: dict[int, dict[str, int
     return out
 
 
-def run_variant(variant: str, seconds: float, rate: float) -> dict[str, object]:
+def run_variant(
+    variant: str, seconds: float, rate: float, cpu_weight: int = 100
+) -> dict[str, object]:
     declared = controllet(variant)
     with ExitStack() as stack:
         work = stack.enter_context(shared_tempdir("hp-fig4-"))
@@ -94,6 +100,7 @@ def run_variant(variant: str, seconds: float, rate: float) -> dict[str, object]:
                 topo.ports,
                 [declared] if declared else [],
                 bus=BUS,
+                host={"cpu_weight": cpu_weight},
                 controllers=controllers,
             )
         )
@@ -161,12 +168,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=50.0)
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
+    parser.add_argument(
+        "--cpu-weight",
+        type=int,
+        default=100,
+        help="controllets' CPU weight against hairpind's threads (hairpind's default is 12)",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path)
     args = parser.parse_args()
     results = []
     for variant in args.variants:
-        result = run_variant(variant, args.seconds, args.rate)
+        result = run_variant(variant, args.seconds, args.rate, args.cpu_weight)
         summary = {k: v for k, v in result.items() if k != "samples_us"}
         print(json.dumps(summary), flush=True)
         results.append(result)
