@@ -65,7 +65,9 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// The flows that carry host traffic over `port`: host port to `port` and back.
+/// The flows that carry host traffic over `port`: host port to `port` and back, then a
+/// barrier, which makes the switch apply them at once (without one it publishes changes to its
+/// datapath on its own clock, within 100 ms).
 fn path_flows(host_port: u32, port: u32) -> Vec<Message> {
     let to = openflow::flow(
         20,
@@ -77,7 +79,11 @@ fn path_flows(host_port: u32, port: u32) -> Vec<Message> {
         openflow::exact(&[OxmValue::InPort(port)]),
         vec![openflow::output(host_port)],
     );
-    vec![Message::FlowMod(to), Message::FlowMod(from)]
+    vec![
+        Message::FlowMod(to),
+        Message::FlowMod(from),
+        Message::BarrierRequest,
+    ]
 }
 
 #[tokio::main(flavor = "current_thread")]

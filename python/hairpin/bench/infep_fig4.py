@@ -143,8 +143,9 @@ def plot(results: list[dict[str, object]], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
-    fig, ax = plt.subplots(figsize=(7, 0.6 * len(results) + 1.2))
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(results) + 1.6))
     names = [str(r["variant"]) for r in results]
     y = list(range(len(results)))[::-1]
     medians = [float(r["median_us"]) for r in results]  # type: ignore[arg-type]
@@ -156,8 +157,11 @@ def plot(results: list[dict[str, object]], path: Path) -> None:
     )
     ax.set_yticks(y, names)
     ax.set_xscale("log")
-    ax.set_xlabel("T_proc (µs, log scale): one-way switch processing through the learning switch")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_xlim(left=100)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("T_proc (µs, log scale): one-way processing through the learning switch")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=8)
     ax.grid(axis="x", which="both", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
