@@ -2,7 +2,8 @@
 //! primary goes down, here on the switch, before a remote controller could hear of it. Each
 //! pair is given as `PRIMARY:BACKUP`. The controllet installs, for every pair, a flow that
 //! sends what comes in on the backup out of the primary and back (so traffic flows either
-//! way), and keeps them pointed at whichever port is up.
+//! way), and keeps them on the backup while the primary is down, by its own link or by the
+//! peer's report below, and back on the primary once neither holds.
 //!
 //! It publishes each local link change on `hairpin.<dpid>.c.<name>.link` (JSON: port, up),
 //! and with `--follow NAME` it also reroutes when the controllet NAME of another switch
@@ -12,6 +13,8 @@
 //! ```text
 //! fast_reroute --pair 2:3 --host-port 1 [--follow frr --peer 2:2:3]
 //! ```
+
+use std::collections::HashMap;
 
 use futures_util::StreamExt;
 use ofp::{Message, OxmValue, PortState, OFPPR_DELETE};
@@ -23,6 +26,24 @@ use controllet::subjects;
 struct Pair {
     primary: u32,
     backup: u32,
+}
+
+/// Why a pair's primary is out of use: its own link, or the far end's as the peer reports it.
+/// Traffic goes back to the primary only when neither holds, whatever else changes.
+#[derive(Clone, Copy, Debug, Default)]
+struct PrimaryDown {
+    local: bool,
+    peer: bool,
+}
+
+impl PrimaryDown {
+    fn active(self, pair: Pair) -> u32 {
+        if self.local || self.peer {
+            pair.backup
+        } else {
+            pair.primary
+        }
+    }
 }
 
 struct Args {
@@ -103,6 +124,7 @@ async fn main() -> Result<(), controllet::Error> {
         _ => None,
     };
     let own = ctl.env.datapath_id;
+    let mut down: HashMap<u32, PrimaryDown> = HashMap::new();
     loop {
         tokio::select! {
             msg = ctl.switch.receiver.recv() => {
@@ -111,8 +133,10 @@ async fn main() -> Result<(), controllet::Error> {
                 let port = status.desc.port_no;
                 let up = status.reason != OFPPR_DELETE
                     && status.desc.state.0 & PortState::LINK_DOWN.0 == 0;
-                for pair in args.pairs.iter().filter(|p| p.primary == port || p.backup == port) {
-                    let active = if port == pair.primary && !up { pair.backup } else { pair.primary };
+                for pair in args.pairs.iter().filter(|p| p.primary == port) {
+                    let state = down.entry(pair.primary).or_default();
+                    state.local = !up;
+                    let active = state.active(*pair);
                     switch.send_all(&path_flows(args.host_port, active)).await?;
                     println!("port {port} up={up}: traffic on port {active}");
                 }
@@ -127,7 +151,9 @@ async fn main() -> Result<(), controllet::Error> {
                     continue;
                 }
                 for (_, pair) in args.peers.iter().filter(|(r, _)| *r == port) {
-                    let active = if up { pair.primary } else { pair.backup };
+                    let state = down.entry(pair.primary).or_default();
+                    state.peer = !up;
+                    let active = state.active(*pair);
                     switch.send_all(&path_flows(args.host_port, active)).await?;
                     println!("peer port {port} up={up}: traffic on port {active}");
                 }
