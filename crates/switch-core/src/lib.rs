@@ -675,14 +675,6 @@ impl Switch {
         Some(status)
     }
 
-    /// The cookie of a flow entry, for packet-ins it raises.
-    pub fn cookie_of(&self, table_id: u8, flow: FlowId) -> Option<u64> {
-        self.tables
-            .get(usize::from(table_id))?
-            .get(flow)
-            .map(|e| e.cookie)
-    }
-
     pub fn has_port(&self, port_no: u32) -> bool {
         self.ports.get(port_no).is_some()
     }

@@ -73,7 +73,6 @@ pub fn run(mut ctx: ThreadContext) {
                 continue;
             }
             let mut sink = Sink {
-                agent: &ctx.agent,
                 events: &events,
                 ports: &mut ctx.ports,
             };
@@ -99,7 +98,6 @@ pub fn run(mut ctx: ThreadContext) {
 
 fn run_packet_outs(ctx: &mut ThreadContext, events: &EventSender, now: u64) -> usize {
     let ThreadContext {
-        agent,
         reader,
         ports,
         packet_outs,
@@ -107,7 +105,6 @@ fn run_packet_outs(ctx: &mut ThreadContext, events: &EventSender, now: u64) -> u
     } = ctx;
     packet_outs.drain(|job| {
         let mut sink = Sink {
-            agent,
             events,
             ports,
         };

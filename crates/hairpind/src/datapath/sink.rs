@@ -2,7 +2,7 @@
 //! to the agent.
 
 use agent::session::Event;
-use agent::{Agent, EventSender};
+use agent::EventSender;
 use dataplane::batch::{PacketInEvent, PacketSink};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
 
@@ -26,7 +26,6 @@ fn packet_in_match(ev: &PacketInEvent<'_>) -> Match {
 
 /// Delivers datapath results: frames to ports, packet-ins to the agent.
 pub struct Sink<'a> {
-    pub agent: &'a Agent,
     pub events: &'a EventSender,
     pub ports: &'a mut PortSet,
 }
@@ -37,19 +36,12 @@ impl PacketSink for Sink<'_> {
     }
 
     fn packet_in(&mut self, ev: &PacketInEvent<'_>) {
-        let cookie = match ev.flow {
-            Some(flow) => self
-                .agent
-                .with_switch(|s| s.cookie_of(ev.table_id, flow))
-                .unwrap_or(u64::MAX),
-            None => u64::MAX,
-        };
         self.events.send(Event::PacketIn(PacketIn {
             buffer_id: ev.buffer_id,
             total_len: ev.total_len,
             reason: ev.reason as u8,
             table_id: ev.table_id,
-            cookie,
+            cookie: ev.cookie,
             match_: packet_in_match(ev),
             data: ev.data.to_vec(),
         }));
