@@ -1,21 +1,29 @@
-//! The I/O side of one connection: framing, batching, echo probes, and the asynchronous
-//! messages the connection subscribes to.
+//! The I/O side of one connection: framing, batching, echo probes, and the connection's
+//! [`Outbox`], through which its replies and every asynchronous message for it go out.
+//!
+//! A wake-up reads what the socket holds and handles every whole message in it under one lock;
+//! the outbox batches meanwhile, so the replies (and anything other threads raise for the
+//! connection in that time) leave in one write. While the socket cannot take more, the task
+//! stops reading requests until the outbox drains.
 
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use ofp::{Hello, Message, OFP_HEADER_LEN};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
+use crate::outbox::{Flushed, Outbox};
 use crate::roles::ConnId;
 use crate::session::{Outcome, Session};
-use crate::Shared;
+use crate::{EventSender, Shared};
 
 /// Read buffer growth step; a burst of small flow-mods fills it in one syscall.
 const READ_CHUNK: usize = 256 * 1024;
-/// xid of messages the switch starts (hello, echo probes).
-const SWITCH_XID: u32 = 0;
+/// xid of messages the switch starts (hello, echo probes, asynchronous messages).
+pub(crate) const SWITCH_XID: u32 = 0;
 
 fn encode_into(out: &mut Vec<u8>, xid: u32, msg: &Message) {
     if let Message::MultipartReply(reply) = msg {
@@ -29,16 +37,39 @@ fn encode_into(out: &mut Vec<u8>, xid: u32, msg: &Message) {
     }
 }
 
+/// One connection's state beside its session: where its bytes go and what it raises.
+struct Link<'a> {
+    shared: &'a Shared,
+    outbox: &'a Outbox,
+    events: EventSender,
+    out: Vec<u8>,
+}
+
+impl Link<'_> {
+    /// Queues an outcome's replies on this connection and delivers its events to every
+    /// connection (this one after the replies so far: the outbox is batching).
+    fn emit(&mut self, outcome: Outcome) {
+        self.out.clear();
+        for (xid, msg) in &outcome.replies {
+            encode_into(&mut self.out, *xid, msg);
+        }
+        self.outbox.reply(&self.out);
+        for event in outcome.events {
+            self.events.queue(event);
+        }
+        self.events.flush();
+    }
+}
+
 /// Decodes and handles every complete message at the front of `buf`, under one lock.
 /// Returns how many bytes were consumed, or `None` when the stream cannot be framed any more.
 fn handle_batch(
-    shared: &Shared,
+    link: &mut Link<'_>,
     session: &mut Session,
     buf: &[u8],
-    out: &mut Vec<u8>,
-    events: &mut Vec<crate::session::Event>,
     close: &mut bool,
 ) -> Option<usize> {
+    let shared = link.shared;
     let mut consumed = 0;
     let mut state = None;
     while let Some(rest) = buf.get(consumed..) {
@@ -58,9 +89,7 @@ fn handle_batch(
                 ofp::OfpError::BadRequest(ofp::BadRequestCode::BadLen),
                 rest.get(..OFP_HEADER_LEN).unwrap_or(rest),
             );
-            for (xid, msg) in &outcome.replies {
-                encode_into(out, *xid, msg);
-            }
+            link.emit(outcome);
             return None;
         }
         let Some(raw) = rest.get(..len) else {
@@ -70,16 +99,28 @@ fn handle_batch(
         let now = switch_core::clock::now_ns();
         let outcome: Outcome = match ofp::decode(raw) {
             Ok((header, msg)) => {
+                let refilter = match msg {
+                    Message::RoleRequest(_) => Some(true),
+                    Message::Hello(_) | Message::SetAsync(_) => Some(false),
+                    _ => None,
+                };
                 let state = state.get_or_insert_with(|| shared.lock());
-                session.on_message(state, &header, msg, raw, now)
+                let outcome = session.on_message(state, &header, msg, raw, now);
+                // Events this batch raises after it already see the connection's new filter.
+                if let Some(roles_changed) = refilter {
+                    if roles_changed {
+                        shared.refresh_roles(&state.roles);
+                    }
+                    let role = state.roles.role(session.conn);
+                    link.outbox.set_filter(session.filter(role));
+                }
+                outcome
             }
             Err(e) => session.on_decode_error(e.xid, e.error, raw),
         };
-        for (xid, msg) in &outcome.replies {
-            encode_into(out, *xid, msg);
-        }
-        events.extend(outcome.events);
-        if outcome.close {
+        let closing = outcome.close;
+        link.emit(outcome);
+        if closing {
             *close = true;
             break;
         }
@@ -87,87 +128,138 @@ fn handle_batch(
     Some(consumed)
 }
 
-/// Serves one connection until the peer leaves, fails the handshake, or stops answering.
-pub(crate) async fn run<S>(shared: &Shared, conn: ConnId, stream: S, active: bool)
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let (mut reader, mut writer) = tokio::io::split(stream);
-    let mut events_rx = shared.events.subscribe();
-    let mut session = Session::new(conn);
-    shared.lock().roles.connect(conn);
+/// Reads what the socket holds into `buf`; `Ok(0)` means the peer closed.
+fn read_some(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    if buf.capacity() - buf.len() < OFP_HEADER_LEN {
+        buf.reserve(READ_CHUNK);
+    }
+    let spare = buf.spare_capacity_mut();
+    // SAFETY: reads at most `spare.len()` bytes into the vector's spare capacity, which stays
+    // allocated for the call; only the bytes the kernel wrote are then marked initialised.
+    let n = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel initialised `n` bytes past the old length.
+    unsafe { buf.set_len(buf.len() + n as usize) };
+    Ok(n as usize)
+}
 
-    let mut out = Vec::with_capacity(4096);
-    ofp::encode(SWITCH_XID, &Message::Hello(Hello::v13()), &mut out);
+/// Serves one connection until the peer leaves, fails the handshake, or stops answering.
+pub(crate) async fn run(shared: &Arc<Shared>, conn: ConnId, socket: OwnedFd, active: bool) {
+    let outbox = Arc::new(Outbox::new(conn, socket.as_raw_fd()));
+    // SAFETY: the `OwnedFd` moves into the `AsyncFd`, so the descriptor stays open for as
+    // long as it is registered.
+    let Ok(socket) = (unsafe { AsyncFd::register(socket) }) else {
+        return;
+    };
+    shared.lock().roles.connect(conn);
+    shared.register(Arc::clone(&outbox));
+    let counted = serve(shared, &outbox, &socket, active).await;
+    outbox.close();
+    shared.unregister(conn);
+    if counted {
+        shared.controllers.fetch_sub(1, Ordering::Relaxed);
+    }
+    shared.lock().roles.disconnect(conn);
+    // `socket` closes here, after the outbox stopped every writer.
+}
+
+/// Waits (a second at most) until the outbox is sent.
+async fn drain(socket: &AsyncFd<OwnedFd>, outbox: &Outbox) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(1);
+    while outbox.flush() == Flushed::Blocked {
+        let writable = tokio::time::timeout_at(deadline, socket.writable()).await;
+        match writable {
+            Ok(Ok(mut guard)) => guard.clear_ready(),
+            _ => return,
+        }
+    }
+}
+
+/// The connection's loop; returns whether it was counted as a connected controller.
+async fn serve(
+    shared: &Arc<Shared>,
+    outbox: &Outbox,
+    socket: &AsyncFd<OwnedFd>,
+    active: bool,
+) -> bool {
+    let mut session = Session::new(outbox.conn);
+    let mut link = Link {
+        shared,
+        outbox,
+        events: crate::EventSender::new(Arc::clone(shared)),
+        out: Vec::with_capacity(4096),
+    };
+    let mut hello = Vec::new();
+    ofp::encode(SWITCH_XID, &Message::Hello(Hello::v13()), &mut hello);
+    outbox.reply(&hello);
     let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     let probe = shared.config.inactivity_probe;
     let mut last_heard = Instant::now();
     let mut probed = false;
     let mut counted = false;
 
-    'conn: loop {
-        if !out.is_empty() {
-            if writer.write_all(&out).await.is_err() {
-                break;
-            }
-            out.clear();
-        }
+    loop {
         if active && session.negotiated() && !counted {
             counted = true;
             shared.controllers.fetch_add(1, Ordering::Relaxed);
         }
+        let blocked = outbox.blocked();
         let deadline = last_heard + if probed { probe * 2 } else { probe };
         tokio::select! {
-            read = reader.read_buf(&mut inbuf) => {
+            ready = socket.readable(), if !blocked => {
+                let Ok(mut guard) = ready else { break };
+                let read = match guard.try_io(|fd| read_some(fd.get_ref(), &mut inbuf)) {
+                    Ok(read) => read,
+                    Err(_would_block) => continue,
+                };
                 match read {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {}
                 }
                 last_heard = Instant::now();
                 probed = false;
-                let mut events = Vec::new();
                 let mut close = false;
-                let consumed = handle_batch(shared, &mut session, &inbuf, &mut out, &mut events, &mut close);
-                for event in events {
-                    let _ = shared.events.send(event);
-                }
+                outbox.begin_batch();
+                let consumed = handle_batch(&mut link, &mut session, &inbuf, &mut close);
                 match consumed {
                     Some(n) => { inbuf.drain(..n); }
                     None => close = true,
                 }
+                let flushed = outbox.flush();
                 if close {
-                    let _ = writer.write_all(&out).await;
-                    break 'conn;
+                    // The last replies (a failed hello's error) go out before the close.
+                    drain(socket, outbox).await;
+                    break;
                 }
-                if inbuf.capacity() - inbuf.len() < OFP_HEADER_LEN {
-                    inbuf.reserve(READ_CHUNK);
+                if flushed == Flushed::Failed {
+                    break;
                 }
-            }
-            event = events_rx.recv() => {
-                match event {
-                    Ok(event) => {
-                        let role = shared.lock().roles.role(conn);
-                        if session.wants(role, &event) {
-                            ofp::encode(SWITCH_XID, &event.into_message(), &mut out);
-                        }
-                    }
-                    // Lagging behind a packet-in storm drops the oldest events, as a
-                    // congested OpenFlow channel would.
-                    Err(RecvError::Lagged(_)) => {}
-                    Err(RecvError::Closed) => break,
+                if inbuf.capacity() > 4 * READ_CHUNK && inbuf.len() < READ_CHUNK {
+                    inbuf.shrink_to(READ_CHUNK);
                 }
             }
+            ready = socket.writable(), if blocked => {
+                let Ok(mut guard) = ready else { break };
+                match outbox.flush() {
+                    Flushed::Empty => {}
+                    Flushed::Blocked => guard.clear_ready(),
+                    Flushed::Failed => break,
+                }
+            }
+            // Another thread left bytes the socket could not take: look at `blocked` again.
+            _ = outbox.wake.notified() => {}
             _ = tokio::time::sleep_until(deadline) => {
                 if probed {
                     break;
                 }
                 probed = true;
-                ofp::encode(SWITCH_XID, &Message::EchoRequest(Vec::new()), &mut out);
+                let mut echo = Vec::new();
+                ofp::encode(SWITCH_XID, &Message::EchoRequest(Vec::new()), &mut echo);
+                outbox.reply(&echo);
             }
         }
     }
-    if counted {
-        shared.controllers.fetch_sub(1, Ordering::Relaxed);
-    }
-    shared.lock().roles.disconnect(conn);
+    counted
 }

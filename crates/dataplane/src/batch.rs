@@ -1,6 +1,5 @@
 //! Packet batches in, outputs and packet-in events out.
 
-
 /// Why a packet goes to the controller (`ofp_packet_in_reason`).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -154,7 +154,7 @@ pub fn spawn_monitor(
         .iter()
         .map(|(n, binding)| (binding.ifname.clone(), *n))
         .collect();
-    let events = agent.events();
+    let mut events = agent.events();
     std::thread::Builder::new()
         .name("hairpin-links".into())
         .spawn(move || {

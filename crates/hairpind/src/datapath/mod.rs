@@ -18,13 +18,13 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use agent::{Agent, EventSender};
+use agent::Agent;
 use dataplane::batch::PacketBatch;
 use dataplane::datapath::DatapathReader;
 use doorbell::Doorbell;
 use packet_out::PacketOutReceiver;
 use ports::PortSet;
-use sink::Sink;
+use sink::{Sink, ToController};
 
 /// Packets per receive batch and per port per round.
 pub const BATCH: usize = dataplane::batch::BURST;
@@ -52,7 +52,7 @@ pub struct ThreadContext {
 
 /// Runs one datapath thread until `stop` is set.
 pub fn run(mut ctx: ThreadContext) {
-    let events = ctx.agent.events();
+    let mut controller = ToController::new(&ctx.agent);
     let mut batch = PacketBatch::new(BATCH, dataplane::batch::DEFAULT_MAX_FRAME);
     let mut idle_rounds = 0u32;
     let mut fds = ctx.ports.fds();
@@ -73,7 +73,7 @@ pub fn run(mut ctx: ThreadContext) {
                 continue;
             }
             let mut sink = Sink {
-                events: &events,
+                controller: &mut controller,
                 ports: &mut ctx.ports,
             };
             if legacy {
@@ -82,8 +82,10 @@ pub fn run(mut ctx: ThreadContext) {
                 ctx.reader.process(now, &mut batch, &mut sink);
             }
             ctx.ports.kick();
+            controller.flush();
         }
-        received += run_packet_outs(&mut ctx, &events, now);
+        received += run_packet_outs(&mut ctx, &mut controller, now);
+        controller.flush();
         ctx.ports.flush();
         if received == 0 {
             idle_rounds += 1;
@@ -96,7 +98,7 @@ pub fn run(mut ctx: ThreadContext) {
     }
 }
 
-fn run_packet_outs(ctx: &mut ThreadContext, events: &EventSender, now: u64) -> usize {
+fn run_packet_outs(ctx: &mut ThreadContext, controller: &mut ToController, now: u64) -> usize {
     let ThreadContext {
         reader,
         ports,
@@ -105,7 +107,7 @@ fn run_packet_outs(ctx: &mut ThreadContext, events: &EventSender, now: u64) -> u
     } = ctx;
     packet_outs.drain(|job| {
         let mut sink = Sink {
-            events,
+            controller: &mut *controller,
             ports,
         };
         reader.packet_out(now, job.in_port, &job.actions, &job.frame, &mut sink);

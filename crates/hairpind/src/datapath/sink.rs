@@ -1,17 +1,63 @@
 //! Where a datapath thread delivers the pipeline's results: frames to its ports, packet-ins
-//! to the agent.
+//! to the controllers.
+//!
+//! A packet-in is encoded straight from the batch (the frame copied once, into the message,
+//! nothing allocated once the buffers have grown) and written to the controllers' sockets by
+//! this thread when the batch ends, so the agent is not woken for it and one controller gets a
+//! batch's packet-ins in one write.
 
-use agent::session::Event;
-use agent::EventSender;
+use agent::{Agent, EventSender};
 use dataplane::batch::{PacketInEvent, PacketSink};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
 
 use super::ports::PortSet;
 
+/// A datapath thread's path to the controllers.
+pub struct ToController {
+    events: EventSender,
+    /// The packet-in being encoded, kept so its match's storage is reused.
+    scratch: PacketIn,
+}
+
+impl ToController {
+    pub fn new(agent: &Agent) -> Self {
+        Self {
+            events: agent.events(),
+            scratch: PacketIn {
+                buffer_id: 0,
+                total_len: 0,
+                reason: 0,
+                table_id: 0,
+                cookie: 0,
+                match_: Match::default(),
+                data: Vec::new(),
+            },
+        }
+    }
+
+    fn queue(&mut self, ev: &PacketInEvent<'_>) {
+        let pin = &mut self.scratch;
+        pin.buffer_id = ev.buffer_id;
+        pin.total_len = ev.total_len;
+        pin.reason = ev.reason as u8;
+        pin.table_id = ev.table_id;
+        pin.cookie = ev.cookie;
+        set_packet_in_match(ev, &mut pin.match_);
+        self.events.queue_packet_in(pin, ev.data);
+    }
+
+    /// Writes the packet-ins queued since the last flush.
+    pub fn flush(&mut self) {
+        self.events.flush();
+    }
+}
+
 /// The OpenFlow 1.3 packet-in match: in_port, plus in_phy_port, metadata and tunnel id
 /// where they carry information (spec 7.4.1).
-fn packet_in_match(ev: &PacketInEvent<'_>) -> Match {
-    let mut fields = vec![OxmField::exact(OxmValue::InPort(ev.in_port))];
+fn set_packet_in_match(ev: &PacketInEvent<'_>, m: &mut Match) {
+    let fields = &mut m.fields;
+    fields.clear();
+    fields.push(OxmField::exact(OxmValue::InPort(ev.in_port)));
     if ev.in_phy_port != ev.in_port {
         fields.push(OxmField::exact(OxmValue::InPhyPort(ev.in_phy_port)));
     }
@@ -21,12 +67,11 @@ fn packet_in_match(ev: &PacketInEvent<'_>) -> Match {
     if ev.tunnel_id != 0 {
         fields.push(OxmField::exact(OxmValue::TunnelId(ev.tunnel_id)));
     }
-    Match { fields }
 }
 
-/// Delivers datapath results: frames to ports, packet-ins to the agent.
+/// Delivers datapath results: frames to ports, packet-ins towards the controllers.
 pub struct Sink<'a> {
-    pub events: &'a EventSender,
+    pub controller: &'a mut ToController,
     pub ports: &'a mut PortSet,
 }
 
@@ -36,14 +81,6 @@ impl PacketSink for Sink<'_> {
     }
 
     fn packet_in(&mut self, ev: &PacketInEvent<'_>) {
-        self.events.send(Event::PacketIn(PacketIn {
-            buffer_id: ev.buffer_id,
-            total_len: ev.total_len,
-            reason: ev.reason as u8,
-            table_id: ev.table_id,
-            cookie: ev.cookie,
-            match_: packet_in_match(ev),
-            data: ev.data.to_vec(),
-        }));
+        self.controller.queue(ev);
     }
 }
