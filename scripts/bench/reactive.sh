@@ -120,7 +120,7 @@ ofctl() { ip netns exec "$SW_NS" ovs-ofctl -O OpenFlow13 "$1" "tcp:127.0.0.1:$OF
 # ofbench MODE ARGS...: runs one measurement; its result line goes to $RESULTS.
 ofbench() {
     local log=$OUT/ofbench-$SWITCH-$1.log
-    "$BIN/ofbench" "$1" --switch-ns "$SW_NS" --listen "127.0.0.1:$CONTROLLER_PORT" \
+    "$BIN/ofbench" --realtime "$1" --switch-ns "$SW_NS" --listen "127.0.0.1:$CONTROLLER_PORT" \
         --label "$SWITCH" "${@:2}" >"$log" 2>&1 || { cat "$log" >&2; hp_die "ofbench $1 failed"; }
     grep -v '^result' "$log" >&2
     sed -n "s/^result /run=$RUN part=$PART switch=$SWITCH /p" "$log" >>"$RESULTS"

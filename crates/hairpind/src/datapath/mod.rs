@@ -67,8 +67,9 @@ pub fn run(mut ctx: ThreadContext) {
         }
         let legacy = ctx.standalone && ctx.agent.connected() == 0;
         let mut received = 0;
+        let burst = controller.burst(now);
         for i in 0..ctx.ports.len() {
-            received += ctx.ports.receive(i, &mut batch, BATCH);
+            received += ctx.ports.receive(i, &mut batch, burst);
             if batch.is_empty() {
                 continue;
             }
@@ -82,10 +83,12 @@ pub fn run(mut ctx: ThreadContext) {
                 ctx.reader.process(now, &mut batch, &mut sink);
             }
             ctx.ports.kick();
-            controller.flush();
+            controller.flush(now);
         }
-        received += run_packet_outs(&mut ctx, &mut controller, now);
-        controller.flush();
+        let packet_outs = run_packet_outs(&mut ctx, &mut controller, now);
+        controller.ran_packet_outs(packet_outs, now);
+        received += packet_outs;
+        controller.flush(now);
         ctx.ports.flush();
         if received == 0 {
             idle_rounds += 1;
