@@ -235,7 +235,7 @@ impl Session {
                 Outcome::default()
             }
             Message::PacketOut(po) => {
-                switch.packet_out(&po)?;
+                switch.packet_out(po)?;
                 Outcome::default()
             }
             Message::PktTmpMod(m) => {
