@@ -25,7 +25,8 @@ use switch_core::Switch;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::broadcast;
 
-use outbox::{EventKind, Outbox};
+use connection::Connection;
+use outbox::EventKind;
 use roles::Roles;
 use session::{Event, SwitchState};
 use target::{ControllerTarget, ListenTarget};
@@ -56,10 +57,10 @@ impl Default for AgentConfig {
 
 pub(crate) struct Shared {
     state: Mutex<SwitchState>,
-    /// Every open connection's outbox, for the senders of asynchronous messages.
-    outboxes: Mutex<Vec<Arc<Outbox>>>,
-    /// Bumped whenever `outboxes` changes, so senders refresh their copy only then.
-    outboxes_generation: AtomicU64,
+    /// Every open connection, for the senders of asynchronous messages.
+    connections: Mutex<Vec<Arc<Connection>>>,
+    /// Bumped whenever `connections` changes, so senders refresh their copy only then.
+    connections_generation: AtomicU64,
     /// Every asynchronous message, for [`Agent::subscribe`] (the controllets' bus) ...
     events: broadcast::Sender<Event>,
     /// ... once anyone subscribed: until then no message is copied for it.
@@ -80,25 +81,25 @@ impl Shared {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn outboxes(&self) -> MutexGuard<'_, Vec<Arc<Outbox>>> {
-        self.outboxes.lock().unwrap_or_else(|e| e.into_inner())
+    fn connections(&self) -> MutexGuard<'_, Vec<Arc<Connection>>> {
+        self.connections.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn register(&self, outbox: Arc<Outbox>) {
-        self.outboxes().push(outbox);
-        self.outboxes_generation.fetch_add(1, Ordering::Release);
+    pub(crate) fn register(&self, connection: Arc<Connection>) {
+        self.connections().push(connection);
+        self.connections_generation.fetch_add(1, Ordering::Release);
     }
 
     pub(crate) fn unregister(&self, conn: roles::ConnId) {
-        self.outboxes().retain(|o| o.conn != conn);
-        self.outboxes_generation.fetch_add(1, Ordering::Release);
+        self.connections().retain(|c| c.outbox.conn != conn);
+        self.connections_generation.fetch_add(1, Ordering::Release);
     }
 
     /// Tells every outbox its connection's role after a role change (a new master demotes
     /// the old one). Called under the state lock.
     pub(crate) fn refresh_roles(&self, roles: &Roles) {
-        for outbox in self.outboxes().iter() {
-            outbox.set_role(roles.role(outbox.conn));
+        for c in self.connections().iter() {
+            c.outbox.set_role(roles.role(c.outbox.conn));
         }
     }
 }
@@ -109,7 +110,7 @@ impl Shared {
 pub struct EventSender {
     shared: Arc<Shared>,
     /// The connections as of `generation`.
-    outboxes: Vec<Arc<Outbox>>,
+    connections: Vec<Arc<Connection>>,
     generation: Option<u64>,
     /// Messages queued since the last flush, back to back ...
     wire: Vec<u8>,
@@ -117,6 +118,30 @@ pub struct EventSender {
     queued: Vec<(EventKind, u8, usize)>,
     /// Scratch for the queued messages one connection wants, when it does not want them all.
     picked: Vec<u8>,
+}
+
+impl EventSender {
+    /// Brings the cached list of connections up to date (only when it changed).
+    fn refresh(&mut self) {
+        let generation = self.shared.connections_generation.load(Ordering::Acquire);
+        if self.generation != Some(generation) {
+            self.connections.clone_from(&self.shared.connections());
+            self.generation = Some(generation);
+        }
+    }
+
+    /// Serves the input of every connection that has some and that no other thread serves
+    /// right now. For a thread that is awake anyway and expects a controller's answer (a
+    /// datapath thread after a packet-in): it handles the answer (a packet-out, say) itself,
+    /// without waking the agent. Returns whether any message was handled.
+    pub fn serve_ready_input(&mut self) -> bool {
+        self.refresh();
+        let mut handled = false;
+        for c in &self.connections {
+            handled |= c.try_serve_input(&self.shared);
+        }
+        handled
+    }
 }
 
 impl Clone for EventSender {
@@ -129,7 +154,7 @@ impl EventSender {
     fn new(shared: Arc<Shared>) -> Self {
         Self {
             shared,
-            outboxes: Vec::new(),
+            connections: Vec::new(),
             generation: None,
             wire: Vec::new(),
             queued: Vec::new(),
@@ -179,13 +204,9 @@ impl EventSender {
         if self.queued.is_empty() {
             return;
         }
-        let generation = self.shared.outboxes_generation.load(Ordering::Acquire);
-        if self.generation != Some(generation) {
-            self.outboxes.clone_from(&self.shared.outboxes());
-            self.generation = Some(generation);
-        }
-        for outbox in &self.outboxes {
-            outbox.events(&self.wire, &self.queued, &mut self.picked);
+        self.refresh();
+        for c in &self.connections {
+            c.outbox.events(&self.wire, &self.queued, &mut self.picked);
         }
         self.wire.clear();
         self.queued.clear();
@@ -206,8 +227,8 @@ impl Agent {
                     switch,
                     roles: Roles::default(),
                 }),
-                outboxes: Mutex::new(Vec::new()),
-                outboxes_generation: AtomicU64::new(0),
+                connections: Mutex::new(Vec::new()),
+                connections_generation: AtomicU64::new(0),
                 events: broadcast::channel(4096).0,
                 subscribed: AtomicBool::new(false),
                 next_conn: AtomicU64::new(1),

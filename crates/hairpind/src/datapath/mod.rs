@@ -85,6 +85,9 @@ pub fn run(mut ctx: ThreadContext) {
             ctx.ports.kick();
             controller.flush(now);
         }
+        if controller.serve_input(now) {
+            received += 1;
+        }
         let packet_outs = run_packet_outs(&mut ctx, &mut controller, now);
         controller.ran_packet_outs(packet_outs, now);
         received += packet_outs;
