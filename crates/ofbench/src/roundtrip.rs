@@ -6,7 +6,8 @@
 //! `t1` the kernel's arrival stamp of the PACKET_IN on the controller's socket, `t2` the
 //! controller's clock just before it writes the PACKET_OUT, `t3` the kernel's arrival stamp of
 //! the reply on the host's socket. Round trip `t3 - t0`, PACKET_IN delivery `t1 - t0`,
-//! PACKET_OUT delivery `t3 - t2`, controller `t2 - t1`.
+//! PACKET_OUT delivery `t3 - t2`, controller `t2 - t1` (its wake-up and work), and the
+//! switch's share of the round trip, `(t3 - t0) - (t2 - t1)`.
 
 use std::io;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
@@ -201,7 +202,8 @@ pub fn run(args: Args) -> io::Result<()> {
         at_controller.insert(t.seq, (t.t1, t.t2));
     }
 
-    let (mut rtt, mut pin, mut pout, mut ctl) = (vec![], vec![], vec![], vec![]);
+    let (mut rtt, mut pin, mut pout, mut ctl, mut switch) =
+        (vec![], vec![], vec![], vec![], vec![]);
     let mut lost = 0;
     for (seq, t0, t3) in sent {
         let (Some(t3), Some(&(t1, t2))) = (t3, at_controller.get(&seq)) else {
@@ -212,12 +214,14 @@ pub fn run(args: Args) -> io::Result<()> {
         pin.push(t1.saturating_sub(t0));
         pout.push(t3.saturating_sub(t2));
         ctl.push(t2.saturating_sub(t1));
+        switch.push(t3.saturating_sub(t0).saturating_sub(t2.saturating_sub(t1)));
     }
-    let (rtt, pin, pout, ctl) = (
+    let (rtt, pin, pout, ctl, switch) = (
         Spread::of(&mut rtt),
         Spread::of(&mut pin),
         Spread::of(&mut pout),
         Spread::of(&mut ctl),
+        Spread::of(&mut switch),
     );
     println!(
         "{}: {} requests every {} us, {} lost",
@@ -227,12 +231,14 @@ pub fn run(args: Args) -> io::Result<()> {
     println!("  PACKET_IN alone   {pin}");
     println!("  PACKET_OUT alone  {pout}");
     println!("  controller        {ctl}");
+    println!("  switch's share    {switch}");
     println!(
-        "result label={} requests={} lost={} {} {} {} {}",
+        "result label={} requests={} lost={} {} {} {} {} {}",
         args.label,
         args.requests,
         lost,
         rtt.fields("rtt"),
+        switch.fields("switch"),
         pin.fields("pin"),
         pout.fields("pout"),
         ctl.fields("ctl")
