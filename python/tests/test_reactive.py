@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -134,6 +135,21 @@ def test_packet_out_naming_a_buffer_sends_that_packet_and_frees_it(star: Hairpin
         receiver.recv(65536)
 
 
+def answer(pin: PacketIn, xid: int) -> bytes:
+    """A reactive controller's answer to a packet-in: a flow for the frame's source on port
+    1, and the frame itself, both to port 2."""
+    flow = match(
+        oxm(OXM_IN_PORT, struct.pack("!I", 1)),
+        oxm(OXM_ETH_SRC, pin.data[6:12]),
+        oxm(OXM_ETH_TYPE, struct.pack("!H", ETH_TEST)),
+    )
+    fm = flow_mod_body(
+        priority=10, match_bytes=flow, instructions=[instruction_apply(action_output(2))]
+    )
+    out = packet_out_body(1, [action_output(2)], pin.data)
+    return message(OFPT_FLOW_MOD, fm, xid) + message(OFPT_PACKET_OUT, out, xid + 1)
+
+
 def test_a_burst_of_packet_ins_reaches_the_controller_intact(star: HairpinStar) -> None:
     client = controller(star)
     sender, receiver = wire(star, 1), wire(star, 2)
@@ -145,21 +161,7 @@ def test_a_burst_of_packet_ins_reaches_the_controller_intact(star: HairpinStar) 
     pins = packet_ins(client, len(sent))
     assert [p.data for p in pins] == sent, "every packet-in whole and in order"
     assert all(p.buffer_id == OFP_NO_BUFFER and p.reason == OFPR_NO_MATCH for p in pins)
-
-    # A reactive controller's answer to each: a flow for the frame's source, and the frame.
-    answer = b""
-    for seq, pin in enumerate(pins):
-        flow = match(
-            oxm(OXM_IN_PORT, struct.pack("!I", 1)),
-            oxm(OXM_ETH_SRC, pin.data[6:12]),
-            oxm(OXM_ETH_TYPE, struct.pack("!H", ETH_TEST)),
-        )
-        fm = flow_mod_body(
-            priority=10, match_bytes=flow, instructions=[instruction_apply(action_output(2))]
-        )
-        answer += message(OFPT_FLOW_MOD, fm, 0x100000 + seq)
-        answer += message(OFPT_PACKET_OUT, packet_out_body(1, [action_output(2)], pin.data), seq)
-    client.send_raw(answer)
+    client.send_raw(b"".join(answer(pin, 2 * seq) for seq, pin in enumerate(pins)))
     assert not client.barrier(), "no error, and no packet-in while the flows went in"
     assert sorted(receive(receiver, len(sent))) == sorted(sent)
 
@@ -168,6 +170,34 @@ def test_a_burst_of_packet_ins_reaches_the_controller_intact(star: HairpinStar) 
         sender.send(f)
     assert sorted(receive(receiver, len(sent))) == sorted(sent)
     assert not client.barrier(), "no packet-in for flows already set up"
+    assert client.flow_count() == len(sent) + 1
+
+
+def test_packet_ins_answered_while_new_flows_keep_arriving(star: HairpinStar) -> None:
+    """A learning controller's life: every new flow's first frame is a packet-in, answered at
+    once by a flow-mod and a packet-out while the next new flows arrive. (A switch whose
+    datapath waited for the agent's lock inside a batch hung here: the answers publish
+    changes, which wait for that batch to end.)"""
+    client = controller(star)
+    sender, receiver = wire(star, 1), wire(star, 2)
+    send_flow_mod(client, match(), action_output(OFPP_CONTROLLER))
+    sent = [frame(seq) for seq in range(400)]
+
+    def send_all() -> None:
+        for f in sent:
+            sender.send(f)
+            time.sleep(0.0005)
+
+    traffic = threading.Thread(target=send_all)
+    traffic.start()
+    try:
+        for seq in range(len(sent)):
+            (pin,) = packet_ins(client, 1)
+            client.send_raw(answer(pin, 2 * seq))
+    finally:
+        traffic.join()
+    assert not client.barrier(), "no error, and every new flow sent to the controller once"
+    assert sorted(receive(receiver, len(sent))) == sorted(sent)
     assert client.flow_count() == len(sent) + 1
 
 

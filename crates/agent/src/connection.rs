@@ -4,7 +4,7 @@
 //! Reading and handling the connection's input is a [`Connection`]'s business, done by
 //! whichever thread gets there: the connection's task when the socket turns readable, or a
 //! thread that is awake anyway and expects a controller's answer (a datapath thread after a
-//! packet-in, through [`crate::EventSender::serve_ready_input`]), which then handles a
+//! packet-in, through [`crate::Channels::serve_ready_input`]), which then handles a
 //! packet-out without waking the task. The input sits behind a lock that the task takes and
 //! other threads only try; one read is handled under one lock of the switch state, and the
 //! outbox batches meanwhile, so the replies (and anything other threads raise for the
@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use crate::outbox::{Flushed, Outbox};
 use crate::roles::ConnId;
 use crate::session::{Outcome, Session};
-use crate::{EventSender, Shared};
+use crate::{Channels, Shared};
 
 /// Read buffer growth step; a burst of small flow-mods fills it in one syscall.
 const READ_CHUNK: usize = 256 * 1024;
@@ -64,7 +64,7 @@ pub(crate) struct Connection {
 struct Input {
     session: Session,
     inbuf: Vec<u8>,
-    events: EventSender,
+    events: Channels,
     out: Vec<u8>,
 }
 
@@ -264,7 +264,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, conn: ConnId, socket: OwnedFd, act
         input: Mutex::new(Input {
             session: Session::new(conn),
             inbuf: Vec::with_capacity(READ_CHUNK),
-            events: EventSender::new(Arc::clone(shared)),
+            events: Channels::new(Arc::clone(shared)),
             out: Vec::with_capacity(4096),
         }),
         heard: AtomicU64::new(0),

@@ -4,7 +4,7 @@
 //!
 //! All switch state sits behind one lock ([`session::SwitchState`]); a connection takes it once per
 //! batch of messages read, so a burst of flow-mods costs one lock, not one per message.
-//! Asynchronous messages never take it: an [`EventSender`] encodes a message once and writes it
+//! Asynchronous messages never take it: a [`Channels`] handle encodes a message once and writes it
 //! to each connection's [`outbox::Outbox`] straight from the thread that raised it (a datapath
 //! thread, for packet-ins), so a packet-in costs the agent no wake-up.
 
@@ -104,10 +104,11 @@ impl Shared {
     }
 }
 
-/// Raises asynchronous messages: encodes each once and delivers it to every connection that
-/// wants it, from the calling thread. Each thread that raises messages keeps its own (it
-/// caches the list of connections; a clone starts with an empty cache).
-pub struct EventSender {
+/// A thread's handle on the OpenFlow channels: it raises asynchronous messages on them
+/// (encoded once, delivered from the calling thread to every connection that wants them) and,
+/// for a thread awake anyway, serves their input. Each thread keeps its own (it caches the
+/// list of connections; a clone starts with an empty cache).
+pub struct Channels {
     shared: Arc<Shared>,
     /// The connections as of `generation`.
     connections: Vec<Arc<Connection>>,
@@ -120,37 +121,13 @@ pub struct EventSender {
     picked: Vec<u8>,
 }
 
-impl EventSender {
-    /// Brings the cached list of connections up to date (only when it changed).
-    fn refresh(&mut self) {
-        let generation = self.shared.connections_generation.load(Ordering::Acquire);
-        if self.generation != Some(generation) {
-            self.connections.clone_from(&self.shared.connections());
-            self.generation = Some(generation);
-        }
-    }
-
-    /// Serves the input of every connection that has some and that no other thread serves
-    /// right now. For a thread that is awake anyway and expects a controller's answer (a
-    /// datapath thread after a packet-in): it handles the answer (a packet-out, say) itself,
-    /// without waking the agent. Returns whether any message was handled.
-    pub fn serve_ready_input(&mut self) -> bool {
-        self.refresh();
-        let mut handled = false;
-        for c in &self.connections {
-            handled |= c.try_serve_input(&self.shared);
-        }
-        handled
-    }
-}
-
-impl Clone for EventSender {
+impl Clone for Channels {
     fn clone(&self) -> Self {
         Self::new(Arc::clone(&self.shared))
     }
 }
 
-impl EventSender {
+impl Channels {
     fn new(shared: Arc<Shared>) -> Self {
         Self {
             shared,
@@ -211,6 +188,28 @@ impl EventSender {
         self.wire.clear();
         self.queued.clear();
     }
+
+    /// Brings the cached list of connections up to date (only when it changed).
+    fn refresh(&mut self) {
+        let generation = self.shared.connections_generation.load(Ordering::Acquire);
+        if self.generation != Some(generation) {
+            self.connections.clone_from(&self.shared.connections());
+            self.generation = Some(generation);
+        }
+    }
+
+    /// Serves the input of every connection that has some and that no other thread serves
+    /// right now. For a thread that is awake anyway and expects a controller's answer (a
+    /// datapath thread after a packet-in): it handles the answer (a packet-out, say) itself,
+    /// without waking the agent. Returns whether any message was handled.
+    pub fn serve_ready_input(&mut self) -> bool {
+        self.refresh();
+        let mut handled = false;
+        for c in &self.connections {
+            handled |= c.try_serve_input(&self.shared);
+        }
+        handled
+    }
 }
 
 /// The agent; clone it into every task that serves connections.
@@ -238,9 +237,9 @@ impl Agent {
         }
     }
 
-    /// A sender of asynchronous messages for the calling thread.
-    pub fn events(&self) -> EventSender {
-        EventSender::new(Arc::clone(&self.shared))
+    /// A handle on the channels for the calling thread.
+    pub fn channels(&self) -> Channels {
+        Channels::new(Arc::clone(&self.shared))
     }
 
     /// Runs `f` on the switch under the agent's lock.
@@ -347,7 +346,7 @@ impl Agent {
 
     /// Expires flows and publishes pending changes on a fixed period, forever.
     pub async fn housekeeping(&self) {
-        let mut events = self.events();
+        let mut channels = self.channels();
         let mut ticker = tokio::time::interval(self.shared.config.housekeeping_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -360,9 +359,9 @@ impl Agent {
                 removed
             };
             for flow in removed {
-                events.queue(Event::FlowRemoved(flow));
+                channels.queue(Event::FlowRemoved(flow));
             }
-            events.flush();
+            channels.flush();
         }
     }
 }

@@ -13,7 +13,7 @@
 //! (packet-outs) are handled and sent by this thread, which is awake anyway, with no wake-up
 //! of the agent's thread and no wait for it to be scheduled.
 
-use agent::{Agent, EventSender};
+use agent::{Agent, Channels};
 use dataplane::batch::{PacketInEvent, PacketSink};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
 
@@ -26,7 +26,7 @@ const CONTROL_HOLD_NS: u64 = 20_000_000;
 
 /// A datapath thread's path to the controllers.
 pub struct ToController {
-    events: EventSender,
+    channels: Channels,
     /// The packet-in being encoded, kept so its match's storage is reused.
     scratch: PacketIn,
     /// Packet-ins queued since the last flush.
@@ -38,7 +38,7 @@ pub struct ToController {
 impl ToController {
     pub fn new(agent: &Agent) -> Self {
         Self {
-            events: agent.events(),
+            channels: agent.channels(),
             scratch: PacketIn {
                 buffer_id: 0,
                 total_len: 0,
@@ -67,7 +67,7 @@ impl ToController {
     /// packet-in, most often a packet-out) in this thread, which is awake anyway, instead of
     /// waking the agent for it; returns whether it handled anything.
     pub fn serve_input(&mut self, now: u64) -> bool {
-        now < self.serving_until && self.events.serve_ready_input()
+        now < self.serving_until && self.channels.serve_ready_input()
     }
 
     /// Notes `count` packet-outs run this round.
@@ -85,14 +85,14 @@ impl ToController {
         pin.table_id = ev.table_id;
         pin.cookie = ev.cookie;
         set_packet_in_match(ev, &mut pin.match_);
-        self.events.queue_packet_in(pin, ev.data);
+        self.channels.queue_packet_in(pin, ev.data);
         self.queued += 1;
     }
 
     /// Writes the packet-ins queued since the last flush.
     pub fn flush(&mut self, now: u64) {
         if self.queued > 0 {
-            self.events.flush();
+            self.channels.flush();
             self.queued = 0;
             self.serving_until = now + CONTROL_HOLD_NS;
         }
