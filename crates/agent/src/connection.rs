@@ -64,7 +64,7 @@ pub(crate) struct Connection {
 struct Input {
     session: Session,
     inbuf: Vec<u8>,
-    events: Channels,
+    channels: Channels,
     out: Vec<u8>,
 }
 
@@ -159,9 +159,9 @@ impl Input {
         }
         outbox.reply(&self.out);
         for event in outcome.events {
-            self.events.queue(event);
+            self.channels.queue(event);
         }
-        self.events.flush();
+        self.channels.flush();
     }
 }
 
@@ -264,7 +264,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, conn: ConnId, socket: OwnedFd, act
         input: Mutex::new(Input {
             session: Session::new(conn),
             inbuf: Vec::with_capacity(READ_CHUNK),
-            events: Channels::new(Arc::clone(shared)),
+            channels: Channels::new(Arc::clone(shared)),
             out: Vec::with_capacity(4096),
         }),
         heard: AtomicU64::new(0),
