@@ -12,10 +12,12 @@
 #   add-flows          `ovs-ofctl add-flows` of --flows flows (it awaits a barrier reply after
 #                      each flow-mod), into an empty table; the flow count is checked
 # Switches alternate within a run; the summary is the median over runs (range in brackets).
+# Both switches run at nice --nice (default -10, the priority Debian's ovs-ctl gives
+# ovs-vswitchd); the controller and hosts run under SCHED_FIFO (ofbench --realtime).
 #
 # Usage: sudo scripts/bench/reactive.sh [--runs R] [--requests N] [--interval US]
 #            [--seconds S] [--window W] [--flows N] [--parts roundtrip,flowsetup,addflows]
-#            [--switches hairpind,ovs] [--out DIR]
+#            [--switches hairpind,ovs] [--nice N] [--out DIR]
 # Env: HAIRPIN_BIN (directory with release hairpind and ofbench; default $REPO/target/release).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -35,6 +37,7 @@ FLOWS=100000
 PARTS=roundtrip,flowsetup,addflows
 SWITCHES=hairpind,ovs
 OUT=${TMPDIR:-/tmp}/hairpin-reactive
+NICE=-10
 CONTROLLER_PORT=16850
 OFCTL_PORT=16851
 LOAD_CPU=0
@@ -55,6 +58,7 @@ while (($#)); do
         --flows) FLOWS=$2; shift 2 ;;
         --parts) PARTS=$2; shift 2 ;;
         --switches) SWITCHES=$2; shift 2 ;;
+        --nice) NICE=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         -h | --help) usage ;;
         *) usage 2 >&2 ;;
@@ -87,7 +91,7 @@ topology() {
 }
 
 start_hairpind() {
-    ip netns exec "$SW_NS" "$BIN/hairpind" --datapath-id 1 \
+    ip netns exec "$SW_NS" nice -n "$NICE" "$BIN/hairpind" --datapath-id 1 \
         --controller "tcp:127.0.0.1:$CONTROLLER_PORT" --listen "ptcp:$OFCTL_PORT:127.0.0.1" \
         --control-socket "$OUT/hairpind.ctl" \
         --port 1=p1 --port 2=p2 --port 3=p3 --port 4=p4 --fail-mode secure \
@@ -106,6 +110,10 @@ start_ovs() {
         ovs_vsctl "$PREFIX" set controller "$id" max_backoff=1000
     done
     SWITCH_PID=$(ovs_pid "$PREFIX")
+    local task
+    for task in "/proc/$SWITCH_PID/task/"*; do
+        renice -n "$NICE" -p "${task##*/}" >/dev/null
+    done
 }
 
 stop_switch() {
