@@ -2,10 +2,11 @@
 
 use std::fmt;
 
-/// p50, p99 and max of a set of samples (nearest rank), in nanoseconds.
+/// p50, p90, p99 and max of a set of samples (nearest rank), in nanoseconds.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Spread {
     pub p50: u64,
+    pub p90: u64,
     pub p99: u64,
     pub max: u64,
 }
@@ -22,17 +23,19 @@ impl Spread {
         }
         Self {
             p50: rank(0.50),
+            p90: rank(0.90),
             p99: rank(0.99),
             max: samples[samples.len() - 1],
         }
     }
 
-    /// `name_p50=.. name_p99=.. name_max=..` in microseconds, for scripts to pick up.
+    /// `name_p50=.. name_p90=.. name_p99=.. name_max=..` in microseconds, for scripts.
     pub fn fields(&self, name: &str) -> String {
         let us = |ns: u64| ns as f64 / 1000.0;
         format!(
-            "{name}_p50={:.1} {name}_p99={:.1} {name}_max={:.1}",
+            "{name}_p50={:.1} {name}_p90={:.1} {name}_p99={:.1} {name}_max={:.1}",
             us(self.p50),
+            us(self.p90),
             us(self.p99),
             us(self.max)
         )
@@ -44,8 +47,9 @@ impl fmt::Display for Spread {
         let us = |ns: u64| ns as f64 / 1000.0;
         write!(
             f,
-            "p50 {:8.1}  p99 {:8.1}  max {:8.1} us",
+            "p50 {:8.1}  p90 {:8.1}  p99 {:8.1}  max {:8.1} us",
             us(self.p50),
+            us(self.p90),
             us(self.p99),
             us(self.max)
         )
