@@ -79,6 +79,10 @@ FLOWS: list[tuple[str, str]] = [
         "priority=25,tcp,tp_dst=80 actions=set_field:8080->tcp_dst,output:3",
     ),
     (
+        "table=0,priority=26,tcp,tp_src=0x400/0xfc00,actions=output:4",
+        "priority=26,tcp,tp_src=0x400/0xfc00 actions=output:4",
+    ),
+    (
         "table=0,priority=27,udp,tp_dst=53,actions=set_field:10.0.0.53->ip_dst,output:5",
         "priority=27,udp,tp_dst=53 actions=set_field:10.0.0.53->ip_dst,output:5",
     ),
@@ -164,6 +168,14 @@ FLOWS: list[tuple[str, str]] = [
     (
         "table=0,priority=49,ip,nw_proto=47,actions=output:2",
         "priority=49,ip,nw_proto=47 actions=output:2",
+    ),
+    (
+        "table=0,priority=50,udp,tp_dst=0x8000/0xff00,actions=output:5",
+        "priority=50,udp,tp_dst=0x8000/0xff00 actions=output:5",
+    ),
+    (
+        "table=0,priority=51,sctp,tp_src=0x1/0x1,actions=output:6",
+        "priority=51,sctp,tp_src=0x1/0x1 actions=output:6",
     ),
     (
         "table=0,cookie=0x1234,priority=52,in_port=10,actions=output:1",

@@ -1,21 +1,40 @@
-//! The I/O side of one connection: framing, batching, echo probes, and the asynchronous
-//! messages the connection subscribes to.
+//! The I/O side of one connection: framing, batching, echo probes, and the connection's
+//! [`Outbox`], through which its replies and every asynchronous message for it go out.
+//!
+//! Reading and handling the connection's input is a [`Connection`]'s business, done by
+//! whichever thread gets there: the connection's task when the socket turns readable, or a
+//! thread that is awake anyway and expects a controller's answer (a datapath thread after a
+//! packet-in, through [`crate::Channels::serve_ready_input`]), which then handles a
+//! packet-out without waking the task. The input sits behind a lock that the task takes and
+//! other threads only try; one read is handled under one lock of the switch state, and the
+//! outbox batches meanwhile, so the replies (and anything other threads raise for the
+//! connection in that time) leave in one write. While the socket cannot take more, the task
+//! stops reading requests until the outbox drains.
+//!
+//! Locks, in the order they are taken: a connection's input, the switch state, an outbox.
 
-use std::sync::atomic::Ordering;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ofp::{Hello, Message, OFP_HEADER_LEN};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
+use crate::outbox::{Flushed, Outbox};
 use crate::roles::ConnId;
 use crate::session::{Outcome, Session};
-use crate::Shared;
+use crate::{Channels, Shared};
 
 /// Read buffer growth step; a burst of small flow-mods fills it in one syscall.
 const READ_CHUNK: usize = 256 * 1024;
-/// xid of messages the switch starts (hello, echo probes).
-const SWITCH_XID: u32 = 0;
+/// Most a thread other than the connection's task reads at once: a packet-out or a few,
+/// not a burst of flow-mods that would hold a datapath thread for long (the task takes the
+/// rest).
+const SERVE_READ: usize = 16 * 1024;
+/// xid of messages the switch starts (hello, echo probes, asynchronous messages).
+pub(crate) const SWITCH_XID: u32 = 0;
 
 fn encode_into(out: &mut Vec<u8>, xid: u32, msg: &Message) {
     if let Message::MultipartReply(reply) = msg {
@@ -29,16 +48,133 @@ fn encode_into(out: &mut Vec<u8>, xid: u32, msg: &Message) {
     }
 }
 
+/// A connection as the agent's threads share it: its outbox, and its input side, which
+/// whichever thread is awake may serve (see [`Connection::try_serve_input`]).
+pub(crate) struct Connection {
+    pub(crate) outbox: Outbox,
+    fd: RawFd,
+    input: Mutex<Input>,
+    /// Bumped by every read that brought bytes, for the task's inactivity probe.
+    heard: AtomicU64,
+    /// The input side saw the end of the stream (or must close): the task ends the connection.
+    ended: AtomicBool,
+}
+
+/// What reading and handling a connection's messages needs.
+struct Input {
+    session: Session,
+    inbuf: Vec<u8>,
+    channels: Channels,
+    out: Vec<u8>,
+}
+
+/// What one serving of a connection's input did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Served {
+    /// Nothing to read.
+    Idle,
+    /// Messages were read and handled.
+    Handled,
+    /// The connection ends (the peer left, its stream cannot be framed, a failed hello).
+    End,
+}
+
+impl Connection {
+    fn lock_input(&self) -> std::sync::MutexGuard<'_, Input> {
+        // A panic while handling a message would be a bug; the input is still consistent.
+        self.input.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Serves the input from a thread that is not the connection's task (a datapath thread
+    /// awake anyway, waiting for a controller's answer): reads what the socket holds, if no
+    /// other thread is serving it, and handles it. Returns whether messages were handled.
+    pub(crate) fn try_serve_input(&self, shared: &Shared) -> bool {
+        let Ok(mut input) = self.input.try_lock() else {
+            return false;
+        };
+        if self.ended.load(Ordering::Acquire) {
+            return false;
+        }
+        let fd = self.fd;
+        let served = self.serve(shared, &mut input, |buf| read_some(fd, buf, SERVE_READ));
+        drop(input);
+        if served == Served::End {
+            self.end();
+        }
+        served == Served::Handled
+    }
+
+    /// Reads with `read` and handles every whole message read, under one state lock; the
+    /// outbox batches meanwhile.
+    fn serve(
+        &self,
+        shared: &Shared,
+        input: &mut Input,
+        read: impl FnOnce(&mut Vec<u8>) -> io::Result<usize>,
+    ) -> Served {
+        let mut inbuf = std::mem::take(&mut input.inbuf);
+        let got = read(&mut inbuf);
+        let served = match got {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Served::Idle,
+            Ok(0) | Err(_) => Served::End,
+            Ok(_) => {
+                self.heard.fetch_add(1, Ordering::Relaxed);
+                let mut close = false;
+                self.outbox.begin_batch();
+                match handle_batch(shared, self, input, &inbuf, &mut close) {
+                    Some(n) => {
+                        inbuf.drain(..n);
+                    }
+                    None => close = true,
+                }
+                let flushed = self.outbox.flush();
+                if close || flushed == Flushed::Failed {
+                    Served::End
+                } else {
+                    Served::Handled
+                }
+            }
+        };
+        if inbuf.capacity() > 4 * READ_CHUNK && inbuf.len() < READ_CHUNK {
+            inbuf.shrink_to(READ_CHUNK);
+        }
+        input.inbuf = inbuf;
+        served
+    }
+
+    /// Marks the connection ended and tells its task.
+    fn end(&self) {
+        self.ended.store(true, Ordering::Release);
+        self.outbox.wake.notify_one();
+    }
+}
+
+impl Input {
+    /// Queues an outcome's replies on this connection and delivers its events to every
+    /// connection (this one after the replies so far: the outbox is batching).
+    fn emit(&mut self, outbox: &Outbox, outcome: Outcome) {
+        self.out.clear();
+        for (xid, msg) in &outcome.replies {
+            encode_into(&mut self.out, *xid, msg);
+        }
+        outbox.reply(&self.out);
+        for event in outcome.events {
+            self.channels.queue(event);
+        }
+        self.channels.flush();
+    }
+}
+
 /// Decodes and handles every complete message at the front of `buf`, under one lock.
 /// Returns how many bytes were consumed, or `None` when the stream cannot be framed any more.
 fn handle_batch(
     shared: &Shared,
-    session: &mut Session,
+    conn: &Connection,
+    input: &mut Input,
     buf: &[u8],
-    out: &mut Vec<u8>,
-    events: &mut Vec<crate::session::Event>,
     close: &mut bool,
 ) -> Option<usize> {
+    let outbox = &conn.outbox;
     let mut consumed = 0;
     let mut state = None;
     while let Some(rest) = buf.get(consumed..) {
@@ -53,14 +189,12 @@ fn handle_batch(
             let xid = rest
                 .get(4..8)
                 .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-            let outcome = session.on_decode_error(
+            let outcome = input.session.on_decode_error(
                 xid,
                 ofp::OfpError::BadRequest(ofp::BadRequestCode::BadLen),
                 rest.get(..OFP_HEADER_LEN).unwrap_or(rest),
             );
-            for (xid, msg) in &outcome.replies {
-                encode_into(out, *xid, msg);
-            }
+            input.emit(outbox, outcome);
             return None;
         }
         let Some(raw) = rest.get(..len) else {
@@ -70,16 +204,28 @@ fn handle_batch(
         let now = switch_core::clock::now_ns();
         let outcome: Outcome = match ofp::decode(raw) {
             Ok((header, msg)) => {
+                let refilter = match msg {
+                    Message::RoleRequest(_) => Some(true),
+                    Message::Hello(_) | Message::SetAsync(_) => Some(false),
+                    _ => None,
+                };
                 let state = state.get_or_insert_with(|| shared.lock());
-                session.on_message(state, &header, msg, raw, now)
+                let outcome = input.session.on_message(state, &header, msg, raw, now);
+                // Events this batch raises after it already see the connection's new filter.
+                if let Some(roles_changed) = refilter {
+                    if roles_changed {
+                        shared.refresh_roles(&state.roles);
+                    }
+                    let role = state.roles.role(input.session.conn);
+                    outbox.set_filter(input.session.filter(role));
+                }
+                outcome
             }
-            Err(e) => session.on_decode_error(e.xid, e.error, raw),
+            Err(e) => input.session.on_decode_error(e.xid, e.error, raw),
         };
-        for (xid, msg) in &outcome.replies {
-            encode_into(out, *xid, msg);
-        }
-        events.extend(outcome.events);
-        if outcome.close {
+        let closing = outcome.close;
+        input.emit(outbox, outcome);
+        if closing {
             *close = true;
             break;
         }
@@ -87,87 +233,156 @@ fn handle_batch(
     Some(consumed)
 }
 
-/// Serves one connection until the peer leaves, fails the handshake, or stops answering.
-pub(crate) async fn run<S>(shared: &Shared, conn: ConnId, stream: S, active: bool)
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-{
-    let (mut reader, mut writer) = tokio::io::split(stream);
-    let mut events_rx = shared.events.subscribe();
-    let mut session = Session::new(conn);
-    shared.lock().roles.connect(conn);
-
-    let mut out = Vec::with_capacity(4096);
-    ofp::encode(SWITCH_XID, &Message::Hello(Hello::v13()), &mut out);
-    let mut inbuf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
-    let probe = shared.config.inactivity_probe;
-    let mut last_heard = Instant::now();
-    let mut probed = false;
-    let mut counted = false;
-
-    'conn: loop {
-        if !out.is_empty() {
-            if writer.write_all(&out).await.is_err() {
-                break;
-            }
-            out.clear();
-        }
-        if active && session.negotiated() && !counted {
-            counted = true;
-            shared.controllers.fetch_add(1, Ordering::Relaxed);
-        }
-        let deadline = last_heard + if probed { probe * 2 } else { probe };
-        tokio::select! {
-            read = reader.read_buf(&mut inbuf) => {
-                match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                last_heard = Instant::now();
-                probed = false;
-                let mut events = Vec::new();
-                let mut close = false;
-                let consumed = handle_batch(shared, &mut session, &inbuf, &mut out, &mut events, &mut close);
-                for event in events {
-                    let _ = shared.events.send(event);
-                }
-                match consumed {
-                    Some(n) => { inbuf.drain(..n); }
-                    None => close = true,
-                }
-                if close {
-                    let _ = writer.write_all(&out).await;
-                    break 'conn;
-                }
-                if inbuf.capacity() - inbuf.len() < OFP_HEADER_LEN {
-                    inbuf.reserve(READ_CHUNK);
-                }
-            }
-            event = events_rx.recv() => {
-                match event {
-                    Ok(event) => {
-                        let role = shared.lock().roles.role(conn);
-                        if session.wants(role, &event) {
-                            ofp::encode(SWITCH_XID, &event.into_message(), &mut out);
-                        }
-                    }
-                    // Lagging behind a packet-in storm drops the oldest events, as a
-                    // congested OpenFlow channel would.
-                    Err(RecvError::Lagged(_)) => {}
-                    Err(RecvError::Closed) => break,
-                }
-            }
-            _ = tokio::time::sleep_until(deadline) => {
-                if probed {
-                    break;
-                }
-                probed = true;
-                ofp::encode(SWITCH_XID, &Message::EchoRequest(Vec::new()), &mut out);
-            }
-        }
+/// Reads what the (non-blocking) socket holds into `buf`, `max` bytes at most; `Ok(0)` means
+/// the peer closed.
+fn read_some(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
+    if buf.capacity() - buf.len() < OFP_HEADER_LEN {
+        buf.reserve(READ_CHUNK);
     }
+    let spare = buf.spare_capacity_mut();
+    let len = spare.len().min(max);
+    let spare = &mut spare[..len];
+    // SAFETY: reads at most `spare.len()` bytes into the vector's spare capacity, which stays
+    // allocated for the call; only the bytes the kernel wrote are then marked initialised.
+    // `fd` is open: the connection's task keeps the socket until the connection is gone from
+    // the registry and every reader of it has let go of its input lock.
+    let n = unsafe { libc::read(fd, spare.as_mut_ptr().cast(), spare.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel initialised `n` bytes past the old length.
+    unsafe { buf.set_len(buf.len() + n as usize) };
+    Ok(n as usize)
+}
+
+/// Serves one connection until the peer leaves, fails the handshake, or stops answering.
+pub(crate) async fn run(shared: &Arc<Shared>, conn: ConnId, socket: OwnedFd, active: bool) {
+    let fd = socket.as_raw_fd();
+    let connection = Arc::new(Connection {
+        outbox: Outbox::new(conn, fd),
+        fd,
+        input: Mutex::new(Input {
+            session: Session::new(conn),
+            inbuf: Vec::with_capacity(READ_CHUNK),
+            channels: Channels::new(Arc::clone(shared)),
+            out: Vec::with_capacity(4096),
+        }),
+        heard: AtomicU64::new(0),
+        ended: AtomicBool::new(false),
+    });
+    // SAFETY: the `OwnedFd` moves into the `AsyncFd`, so the descriptor stays open for as
+    // long as it is registered.
+    let Ok(socket) = (unsafe { AsyncFd::register(socket) }) else {
+        return;
+    };
+    let mut hello = Vec::new();
+    ofp::encode(SWITCH_XID, &Message::Hello(Hello::v13()), &mut hello);
+    connection.outbox.reply(&hello);
+    shared.lock().roles.connect(conn);
+    shared.register(Arc::clone(&connection));
+    let counted = serve(shared, &connection, &socket, active).await;
+    connection.outbox.close();
+    shared.unregister(conn);
+    // No other thread serves the input once it holds the lock after the connection left the
+    // registry and was marked ended.
+    connection.ended.store(true, Ordering::Release);
+    drop(connection.lock_input());
     if counted {
         shared.controllers.fetch_sub(1, Ordering::Relaxed);
     }
     shared.lock().roles.disconnect(conn);
+    // `socket` closes here, after every writer and reader of it stopped.
+}
+
+/// Waits (a second at most) until the outbox is sent.
+async fn drain(socket: &AsyncFd<OwnedFd>, outbox: &Outbox) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(1);
+    while outbox.flush() == Flushed::Blocked {
+        let writable = tokio::time::timeout_at(deadline, socket.writable()).await;
+        match writable {
+            Ok(Ok(mut guard)) => guard.clear_ready(),
+            _ => return,
+        }
+    }
+}
+
+/// The connection's loop; returns whether it was counted as a connected controller.
+async fn serve(
+    shared: &Arc<Shared>,
+    connection: &Connection,
+    socket: &AsyncFd<OwnedFd>,
+    active: bool,
+) -> bool {
+    let outbox = &connection.outbox;
+    let probe = shared.config.inactivity_probe;
+    let mut last_heard = Instant::now();
+    let mut heard = connection.heard.load(Ordering::Relaxed);
+    let mut probed = false;
+    let mut counted = false;
+
+    while !connection.ended.load(Ordering::Acquire) {
+        if active && !counted && connection.lock_input().session.negotiated() {
+            counted = true;
+            shared.controllers.fetch_add(1, Ordering::Relaxed);
+        }
+        let blocked = outbox.blocked();
+        let deadline = last_heard + if probed { probe * 2 } else { probe };
+        tokio::select! {
+            ready = socket.readable(), if !blocked => {
+                let Ok(mut guard) = ready else { break };
+                let mut would_block = false;
+                let served = connection.serve(shared, &mut connection.lock_input(), |buf| {
+                    let got = read_some(connection.fd, buf, READ_CHUNK);
+                    would_block = matches!(&got, Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+                    got
+                });
+                if would_block {
+                    // Nothing there (another thread read it first): wait for the next edge.
+                    guard.clear_ready();
+                }
+                if served == Served::End {
+                    // The last replies (a failed hello's error) go out before the close.
+                    drain(socket, outbox).await;
+                    break;
+                }
+            }
+            ready = socket.writable(), if blocked => {
+                let Ok(mut guard) = ready else { break };
+                match outbox.flush() {
+                    Flushed::Empty => {}
+                    Flushed::Blocked => guard.clear_ready(),
+                    Flushed::Failed => break,
+                }
+            }
+            // Another thread left bytes the socket could not take, or ended the connection:
+            // look again.
+            _ = outbox.wake.notified() => {}
+            _ = tokio::time::sleep_until(deadline) => {
+                let now_heard = connection.heard.load(Ordering::Relaxed);
+                if now_heard != heard {
+                    // Another thread read from the peer meanwhile.
+                    heard = now_heard;
+                    last_heard = Instant::now();
+                    probed = false;
+                    continue;
+                }
+                if probed {
+                    break;
+                }
+                probed = true;
+                let mut echo = Vec::new();
+                ofp::encode(SWITCH_XID, &Message::EchoRequest(Vec::new()), &mut echo);
+                outbox.reply(&echo);
+            }
+        }
+        let now_heard = connection.heard.load(Ordering::Relaxed);
+        if now_heard != heard {
+            heard = now_heard;
+            last_heard = Instant::now();
+            probed = false;
+        }
+    }
+    // Ended by another thread: what is queued (a failed hello's error) still goes out.
+    drain(socket, outbox).await;
+    counted
 }

@@ -1,24 +1,32 @@
 //! The OpenFlow agent: passive listeners and active controller connections (TCP or unix), the
 //! per-connection protocol (see [`session`]), roles, echo and inactivity probes, reconnect with
-//! backoff, and the fan-out of asynchronous messages to every interested connection.
+//! backoff, and the delivery of asynchronous messages to every interested connection.
 //!
 //! All switch state sits behind one lock ([`session::SwitchState`]); a connection takes it once per
 //! batch of messages read, so a burst of flow-mods costs one lock, not one per message.
+//! Asynchronous messages never take it: a [`Channels`] handle encodes a message once and writes it
+//! to each connection's [`outbox::Outbox`] straight from the thread that raised it (a datapath
+//! thread, for packet-ins), so a packet-in costs the agent no wake-up.
 
 mod connection;
+pub mod outbox;
 pub mod roles;
 pub mod session;
 pub mod target;
 
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use ofp::PacketIn;
 use switch_core::Switch;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::broadcast;
 
+use connection::Connection;
+use outbox::EventKind;
 use roles::Roles;
 use session::{Event, SwitchState};
 use target::{ControllerTarget, ListenTarget};
@@ -49,7 +57,14 @@ impl Default for AgentConfig {
 
 pub(crate) struct Shared {
     state: Mutex<SwitchState>,
+    /// Every open connection, for the senders of asynchronous messages.
+    connections: Mutex<Vec<Arc<Connection>>>,
+    /// Bumped whenever `connections` changes, so senders refresh their copy only then.
+    connections_generation: AtomicU64,
+    /// Every asynchronous message, for [`Agent::subscribe`] (the controllets' bus) ...
     events: broadcast::Sender<Event>,
+    /// ... once anyone subscribed: until then no message is copied for it.
+    subscribed: AtomicBool,
     next_conn: AtomicU64,
     /// Connections to configured controllers (`--controller`) that finished the handshake;
     /// fail modes look at these, not at passive clients such as ovs-ofctl.
@@ -65,16 +80,135 @@ impl Shared {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    fn connections(&self) -> MutexGuard<'_, Vec<Arc<Connection>>> {
+        self.connections.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn register(&self, connection: Arc<Connection>) {
+        self.connections().push(connection);
+        self.connections_generation.fetch_add(1, Ordering::Release);
+    }
+
+    pub(crate) fn unregister(&self, conn: roles::ConnId) {
+        self.connections().retain(|c| c.outbox.conn != conn);
+        self.connections_generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Tells every outbox its connection's role after a role change (a new master demotes
+    /// the old one). Called under the state lock.
+    pub(crate) fn refresh_roles(&self, roles: &Roles) {
+        for c in self.connections().iter() {
+            c.outbox.set_role(roles.role(c.outbox.conn));
+        }
+    }
 }
 
-/// A cheap handle for other threads (datapath, port manager) to raise asynchronous messages.
-#[derive(Clone)]
-pub struct EventSender(broadcast::Sender<Event>);
+/// A thread's handle on the OpenFlow channels: it raises asynchronous messages on them
+/// (encoded once, delivered from the calling thread to every connection that wants them) and,
+/// for a thread awake anyway, serves their input. Each thread keeps its own (it caches the
+/// list of connections; a clone starts with an empty cache).
+pub struct Channels {
+    shared: Arc<Shared>,
+    /// The connections as of `generation`.
+    connections: Vec<Arc<Connection>>,
+    generation: Option<u64>,
+    /// Messages queued since the last flush, back to back ...
+    wire: Vec<u8>,
+    /// ... each with its kind, reason and end in `wire`.
+    queued: Vec<(EventKind, u8, usize)>,
+    /// Scratch for the queued messages one connection wants, when it does not want them all.
+    picked: Vec<u8>,
+}
 
-impl EventSender {
-    pub fn send(&self, event: Event) {
-        // No receiver means no controller is connected: the event has nobody to go to.
-        let _ = self.0.send(event);
+impl Clone for Channels {
+    fn clone(&self) -> Self {
+        Self::new(Arc::clone(&self.shared))
+    }
+}
+
+impl Channels {
+    fn new(shared: Arc<Shared>) -> Self {
+        Self {
+            shared,
+            connections: Vec::new(),
+            generation: None,
+            wire: Vec::new(),
+            queued: Vec::new(),
+            picked: Vec::new(),
+        }
+    }
+
+    /// Delivers `event` now.
+    pub fn send(&mut self, event: Event) {
+        self.queue(event);
+        self.flush();
+    }
+
+    /// Queues `event` for the next [`Self::flush`].
+    pub fn queue(&mut self, event: Event) {
+        if self.shared.subscribed.load(Ordering::Relaxed) {
+            // No subscriber left is no error: the message has nobody else to go to.
+            let _ = self.shared.events.send(event.clone());
+        }
+        let (kind, reason) = (event.kind(), event.reason());
+        ofp::encode(
+            connection::SWITCH_XID,
+            &event.into_message(),
+            &mut self.wire,
+        );
+        self.queued.push((kind, reason, self.wire.len()));
+    }
+
+    /// Queues a packet-in whose frame is `data` (`pin.data` is not read): the frame is copied
+    /// once, into the encoded message.
+    pub fn queue_packet_in(&mut self, pin: &PacketIn, data: &[u8]) {
+        if self.shared.subscribed.load(Ordering::Relaxed) {
+            let copy = PacketIn {
+                data: data.to_vec(),
+                match_: pin.match_.clone(),
+                ..*pin
+            };
+            let _ = self.shared.events.send(Event::PacketIn(copy));
+        }
+        pin.encode_with_data(connection::SWITCH_XID, data, &mut self.wire);
+        self.queued
+            .push((EventKind::PacketIn, pin.reason, self.wire.len()));
+    }
+
+    /// Delivers everything queued: what one connection wants goes to it in one write.
+    pub fn flush(&mut self) {
+        if self.queued.is_empty() {
+            return;
+        }
+        self.refresh();
+        for c in &self.connections {
+            c.outbox.events(&self.wire, &self.queued, &mut self.picked);
+        }
+        self.wire.clear();
+        self.queued.clear();
+    }
+
+    /// Brings the cached list of connections up to date (only when it changed).
+    fn refresh(&mut self) {
+        let generation = self.shared.connections_generation.load(Ordering::Acquire);
+        if self.generation != Some(generation) {
+            self.connections.clone_from(&self.shared.connections());
+            self.generation = Some(generation);
+        }
+    }
+
+    /// Serves the input of every connection that has some and that no other thread serves
+    /// right now. For a thread that is awake anyway and expects a controller's answer (a
+    /// datapath thread after a packet-in): it handles the answer (a packet-out, say) itself,
+    /// without waking the agent. Returns whether any message was handled.
+    pub fn serve_ready_input(&mut self) -> bool {
+        self.refresh();
+        let mut handled = false;
+        for c in &self.connections {
+            handled |= c.try_serve_input(&self.shared);
+        }
+        handled
     }
 }
 
@@ -86,14 +220,16 @@ pub struct Agent {
 
 impl Agent {
     pub fn new(switch: Switch, config: AgentConfig) -> Self {
-        let (events, _) = broadcast::channel(4096);
         Self {
             shared: Arc::new(Shared {
                 state: Mutex::new(SwitchState {
                     switch,
                     roles: Roles::default(),
                 }),
-                events,
+                connections: Mutex::new(Vec::new()),
+                connections_generation: AtomicU64::new(0),
+                events: broadcast::channel(4096).0,
+                subscribed: AtomicBool::new(false),
                 next_conn: AtomicU64::new(1),
                 controllers: AtomicUsize::new(0),
                 config,
@@ -101,8 +237,9 @@ impl Agent {
         }
     }
 
-    pub fn events(&self) -> EventSender {
-        EventSender(self.shared.events.clone())
+    /// A handle on the channels for the calling thread.
+    pub fn channels(&self) -> Channels {
+        Channels::new(Arc::clone(&self.shared))
     }
 
     /// Runs `f` on the switch under the agent's lock.
@@ -138,7 +275,7 @@ impl Agent {
         loop {
             let (stream, _) = listener.accept().await?;
             stream.set_nodelay(true)?;
-            self.spawn_connection(stream);
+            self.spawn_connection(stream.into_std()?.into());
         }
     }
 
@@ -147,14 +284,17 @@ impl Agent {
     pub async fn serve_unix(&self, listener: UnixListener) -> io::Result<()> {
         loop {
             let (stream, _) = listener.accept().await?;
-            self.spawn_connection(stream);
+            self.spawn_connection(stream.into_std()?.into());
         }
     }
 
     /// Every asynchronous message the switch raises from now on (packet-in, port status,
-    /// flow removed), as each connection sees them before its role and async filter.
+    /// flow removed), as each connection sees them before its role and async filter. Until
+    /// the first subscription, raising a message costs nothing for this.
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.shared.events.subscribe()
+        let receiver = self.shared.events.subscribe();
+        self.shared.subscribed.store(true, Ordering::Relaxed);
+        receiver
     }
 
     /// Keeps a connection to `target` up forever, reconnecting with exponential backoff.
@@ -162,22 +302,25 @@ impl Agent {
         let config = &self.shared.config;
         let mut delay = config.backoff_min;
         loop {
-            let connected = match &target {
+            let socket: io::Result<OwnedFd> = match &target {
                 ControllerTarget::Tcp(addr) => match TcpStream::connect(addr).await {
-                    Ok(stream) => {
-                        let _ = stream.set_nodelay(true);
-                        self.serve(stream, true).await;
-                        true
-                    }
-                    Err(_) => false,
+                    Ok(stream) => stream
+                        .set_nodelay(true)
+                        .and_then(|()| stream.into_std())
+                        .map(OwnedFd::from),
+                    Err(e) => Err(e),
                 },
-                ControllerTarget::Unix(path) => match UnixStream::connect(path).await {
-                    Ok(stream) => {
-                        self.serve(stream, true).await;
-                        true
-                    }
-                    Err(_) => false,
-                },
+                ControllerTarget::Unix(path) => UnixStream::connect(path)
+                    .await
+                    .and_then(|stream| stream.into_std())
+                    .map(OwnedFd::from),
+            };
+            let connected = match socket {
+                Ok(socket) => {
+                    self.serve(socket, true).await;
+                    true
+                }
+                Err(_) => false,
             };
             // A connection that came up and later dropped starts the backoff afresh.
             delay = if connected {
@@ -189,25 +332,21 @@ impl Agent {
         }
     }
 
-    fn spawn_connection<S>(&self, stream: S)
-    where
-        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
-    {
+    fn spawn_connection(&self, socket: OwnedFd) {
         let agent = self.clone();
-        tokio::spawn(async move { agent.serve(stream, false).await });
+        tokio::spawn(async move { agent.serve(socket, false).await });
     }
 
-    /// Serves one connection; `active` marks a configured controller.
-    async fn serve<S>(&self, stream: S, active: bool)
-    where
-        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-    {
+    /// Serves one connection on a connected, non-blocking stream socket; `active` marks a
+    /// configured controller.
+    async fn serve(&self, socket: OwnedFd, active: bool) {
         let conn = self.shared.next_conn.fetch_add(1, Ordering::Relaxed);
-        connection::run(&self.shared, conn, stream, active).await;
+        connection::run(&self.shared, conn, socket, active).await;
     }
 
     /// Expires flows and publishes pending changes on a fixed period, forever.
     pub async fn housekeeping(&self) {
+        let mut channels = self.channels();
         let mut ticker = tokio::time::interval(self.shared.config.housekeeping_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -220,8 +359,9 @@ impl Agent {
                 removed
             };
             for flow in removed {
-                let _ = self.shared.events.send(Event::FlowRemoved(flow));
+                channels.queue(Event::FlowRemoved(flow));
             }
+            channels.flush();
         }
     }
 }

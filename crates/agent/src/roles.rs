@@ -71,11 +71,13 @@ impl Roles {
     }
 }
 
-/// Async configuration a connection starts with (spec 7.3.10 defaults): masters and equals get
-/// every packet-in, port-status and flow-removed reason; slaves only port-status.
+/// Async configuration a connection starts with, as Open vSwitch sets it for OpenFlow 1.3
+/// (and as the controllers and test suites written against it expect): masters and equals get
+/// packet-ins for NO_MATCH and ACTION, but not INVALID_TTL until a controller asks, and every
+/// flow-removed reason; port-status goes to every role; slaves get nothing else.
 pub fn default_async_config() -> AsyncConfig {
     AsyncConfig {
-        packet_in_mask: [0b111, 0],
+        packet_in_mask: [1 << ofp::OFPR_NO_MATCH | 1 << ofp::OFPR_ACTION, 0],
         port_status_mask: [0b111, 0b111],
         flow_removed_mask: [0b1111, 0],
     }

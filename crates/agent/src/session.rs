@@ -8,7 +8,8 @@ use ofp::{
 };
 use switch_core::Switch;
 
-use crate::roles::{default_async_config, mask_index, ConnId, Roles};
+use crate::outbox::{EventKind, Filter};
+use crate::roles::{default_async_config, ConnId, Roles};
 
 /// An asynchronous message for every connection whose role and async config want it.
 #[derive(Clone, Debug)]
@@ -19,13 +20,21 @@ pub enum Event {
 }
 
 impl Event {
-    fn reason_bit(&self) -> u32 {
-        let reason = match self {
+    pub fn kind(&self) -> EventKind {
+        match self {
+            Event::PacketIn(_) => EventKind::PacketIn,
+            Event::FlowRemoved(_) => EventKind::FlowRemoved,
+            Event::PortStatus(_) => EventKind::PortStatus,
+        }
+    }
+
+    /// The message's reason (`OFPR_*`, `OFPRR_*`, `OFPPR_*`), which async configs filter on.
+    pub fn reason(&self) -> u8 {
+        match self {
             Event::PacketIn(p) => p.reason,
             Event::FlowRemoved(f) => f.reason,
             Event::PortStatus(p) => p.reason,
-        };
-        1u32.checked_shl(u32::from(reason)).unwrap_or(0)
+        }
     }
 
     pub fn into_message(self) -> Message {
@@ -109,17 +118,18 @@ impl Session {
         self.negotiated
     }
 
+    /// Which asynchronous messages this connection receives in `role`.
+    pub fn filter(&self, role: ControllerRole) -> Filter {
+        Filter {
+            negotiated: self.negotiated,
+            role,
+            config: self.async_config,
+        }
+    }
+
     /// Whether this connection, in `role`, wants `event`.
     pub fn wants(&self, role: ControllerRole, event: &Event) -> bool {
-        if !self.negotiated {
-            return false;
-        }
-        let masks = match event {
-            Event::PacketIn(_) => &self.async_config.packet_in_mask,
-            Event::FlowRemoved(_) => &self.async_config.flow_removed_mask,
-            Event::PortStatus(_) => &self.async_config.port_status_mask,
-        };
-        masks[mask_index(role)] & event.reason_bit() != 0
+        self.filter(role).wants(event.kind(), event.reason())
     }
 
     /// A message that could not be decoded: the error its decoder named.
@@ -225,7 +235,7 @@ impl Session {
                 Outcome::default()
             }
             Message::PacketOut(po) => {
-                switch.packet_out(&po)?;
+                switch.packet_out(po)?;
                 Outcome::default()
             }
             Message::PktTmpMod(m) => {

@@ -185,6 +185,25 @@ fn slaves_cannot_modify_and_stale_generations_fail() {
 }
 
 #[test]
+fn the_default_async_config_is_open_vswitchs() {
+    let mut st = state();
+    let mut s = negotiated(&mut st, 1);
+    let out = s.on_message(&mut st, &header(4, 2), Message::GetAsyncRequest, &[], 0);
+    let expected = ofp::AsyncConfig {
+        // NO_MATCH and ACTION for masters and equals (no INVALID_TTL), none for slaves.
+        packet_in_mask: [0x3, 0],
+        port_status_mask: [0x7, 0x7],
+        // IDLE_TIMEOUT, HARD_TIMEOUT, DELETE and GROUP_DELETE for masters and equals.
+        flow_removed_mask: [0xf, 0],
+    };
+    assert!(
+        matches!(&out.replies[0].1, Message::GetAsyncReply(c) if *c == expected),
+        "{:?}",
+        out.replies
+    );
+}
+
+#[test]
 fn async_config_filters_events_per_role() {
     let mut st = state();
     let mut s = negotiated(&mut st, 1);

@@ -111,6 +111,7 @@ fn insert(table: u8, id: u64, priority: u16, match_: FlowMatch, ins: Vec<Instruc
         table,
         id: FlowId(id),
         priority,
+        cookie: id,
         match_,
         instructions: ins.into(),
         counters: FlowCounters::new(),

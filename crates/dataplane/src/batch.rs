@@ -1,7 +1,5 @@
 //! Packet batches in, outputs and packet-in events out.
 
-use crate::model::FlowId;
-
 /// Why a packet goes to the controller (`ofp_packet_in_reason`).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,9 +21,9 @@ pub const NO_BUFFER: u32 = 0xffff_ffff;
 pub struct PacketInEvent<'a> {
     pub reason: PacketInReason,
     pub table_id: u8,
-    /// The flow entry whose action sent the packet; the switch core maps it to the cookie
-    /// (`None` for packet-out and InSP-generated packets, reported with cookie all-ones).
-    pub flow: Option<FlowId>,
+    /// The cookie of the flow entry whose action sent the packet (all-ones for packet-outs
+    /// and InSP-generated packets, which no entry sent).
+    pub cookie: u64,
     pub buffer_id: u32,
     /// Length of the whole frame.
     pub total_len: u16,

@@ -477,7 +477,8 @@ macro_rules! fields {
                 match self { $(Field::$variant => $len,)* }
             }
 
-            /// Whether OpenFlow 1.3 allows a mask on this field.
+            /// Whether the switch accepts a mask on this field (OpenFlow 1.3's maskable
+            /// fields, and the transport ports as Open vSwitch allows them).
             pub fn is_maskable(self) -> bool {
                 match self { $(Field::$variant => $maskable,)* }
             }
@@ -520,12 +521,12 @@ fields! {
     IpProto = 10, "IP_PROTO", ip_proto, 8, 1, false, L3;
     Ipv4Src = 11, "IPV4_SRC", ipv4_src, 32, 4, true, L3;
     Ipv4Dst = 12, "IPV4_DST", ipv4_dst, 32, 4, true, L3;
-    TcpSrc = 13, "TCP_SRC", tp_src, 16, 2, false, L4;
-    TcpDst = 14, "TCP_DST", tp_dst, 16, 2, false, L4;
-    UdpSrc = 15, "UDP_SRC", tp_src, 16, 2, false, L4;
-    UdpDst = 16, "UDP_DST", tp_dst, 16, 2, false, L4;
-    SctpSrc = 17, "SCTP_SRC", tp_src, 16, 2, false, L4;
-    SctpDst = 18, "SCTP_DST", tp_dst, 16, 2, false, L4;
+    TcpSrc = 13, "TCP_SRC", tp_src, 16, 2, true, L4;
+    TcpDst = 14, "TCP_DST", tp_dst, 16, 2, true, L4;
+    UdpSrc = 15, "UDP_SRC", tp_src, 16, 2, true, L4;
+    UdpDst = 16, "UDP_DST", tp_dst, 16, 2, true, L4;
+    SctpSrc = 17, "SCTP_SRC", tp_src, 16, 2, true, L4;
+    SctpDst = 18, "SCTP_DST", tp_dst, 16, 2, true, L4;
     Icmpv4Type = 19, "ICMPV4_TYPE", icmp_type, 8, 1, false, L4;
     Icmpv4Code = 20, "ICMPV4_CODE", icmp_code, 8, 1, false, L4;
     ArpOp = 21, "ARP_OP", arp_op, 16, 2, false, L3;

@@ -113,6 +113,8 @@ pub enum Op {
         table: u8,
         id: FlowId,
         priority: u16,
+        /// Reported in the packet-ins the entry sends.
+        cookie: u64,
         match_: FlowMatch,
         instructions: Arc<[Instruction]>,
         counters: Arc<FlowCounters>,

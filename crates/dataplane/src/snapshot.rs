@@ -22,7 +22,7 @@ pub(crate) struct FlowEntry {
     pub cell: CounterCell,
     pub program: Program,
     /// For the packet-ins the entry sends.
-    pub id: FlowId,
+    pub cookie: u64,
 }
 
 // The classifier keeps `Option<FlowEntry>`s: the counter cell's pointer is their niche.
@@ -212,6 +212,7 @@ pub(crate) enum Update {
     /// instead of compiling the instructions again.
     Insert {
         table: u8,
+        id: FlowId,
         priority: u16,
         match_: FlowMatch,
         entry: FlowEntry,
@@ -226,6 +227,7 @@ impl Update {
             table,
             id,
             priority,
+            cookie,
             match_,
             instructions,
             counters,
@@ -234,7 +236,7 @@ impl Update {
             let mut program = Program::compile(instructions, *table);
             program.table_miss = *priority == 0 && match_.mask.words().iter().all(|w| *w == 0);
             let entry = FlowEntry {
-                id: *id,
+                cookie: *cookie,
                 program,
                 cell: counters.cell(),
             };
@@ -244,6 +246,7 @@ impl Update {
             };
             *self = Update::Insert {
                 table: *table,
+                id: *id,
                 priority: *priority,
                 match_: *match_,
                 entry,
@@ -333,12 +336,13 @@ impl Snapshot {
     fn insert_flow(
         &mut self,
         table: u8,
+        id: FlowId,
         priority: u16,
         match_: &FlowMatch,
         entry: FlowEntry,
         keep: FlowKeep,
     ) {
-        let (id, depth, flags) = (entry.id, keep.depth, entry.program.flags);
+        let (depth, flags) = (keep.depth, entry.program.flags);
         self.remove_flow(table, id);
         if let Some(t) = self.tables.get_mut(usize::from(table)) {
             t.insert_with(id.0, priority, match_, entry, keep);
@@ -351,11 +355,12 @@ impl Snapshot {
         match update {
             Update::Insert {
                 table,
+                id,
                 priority,
                 match_,
                 entry,
                 keep,
-            } => self.insert_flow(*table, *priority, match_, entry.clone(), keep.clone()),
+            } => self.insert_flow(*table, *id, *priority, match_, entry.clone(), keep.clone()),
             Update::Op(op) => self.apply_op(op),
         }
     }
@@ -471,11 +476,12 @@ impl left_right::Absorb<Update> for Snapshot {
         match update {
             Update::Insert {
                 table,
+                id,
                 priority,
                 match_,
                 entry,
                 keep,
-            } => self.insert_flow(table, priority, &match_, entry, keep),
+            } => self.insert_flow(table, id, priority, &match_, entry, keep),
             update => self.apply(&update),
         }
     }

@@ -390,12 +390,12 @@ fn table_miss_drops_without_an_entry_and_reports_no_match_with_one() {
     assert_eq!(
         (
             pin.reason,
-            pin.flow,
+            pin.cookie,
             pin.table_id,
             pin.in_port,
             pin.total_len
         ),
-        (PacketInReason::NoMatch, Some(FlowId(9)), 0, 1, 64)
+        (PacketInReason::NoMatch, 9, 0, 1, 64)
     );
     assert_eq!(pin.data.len(), 32, "buffered: only max_len bytes sent");
     assert_ne!(pin.buffer_id, NO_BUFFER);

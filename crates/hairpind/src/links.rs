@@ -154,7 +154,7 @@ pub fn spawn_monitor(
         .iter()
         .map(|(n, binding)| (binding.ifname.clone(), *n))
         .collect();
-    let events = agent.events();
+    let mut channels = agent.channels();
     std::thread::Builder::new()
         .name("hairpin-links".into())
         .spawn(move || {
@@ -178,7 +178,7 @@ pub fn spawn_monitor(
                         status
                     });
                     if let Some(status) = status {
-                        events.send(Event::PortStatus(status));
+                        channels.send(Event::PortStatus(status));
                     }
                 }
             }

@@ -208,6 +208,10 @@ pub struct PacketIn {
 
 impl PacketIn {
     pub(crate) fn emit(&self, out: &mut Vec<u8>) {
+        self.emit_with(&self.data, out);
+    }
+
+    fn emit_with(&self, data: &[u8], out: &mut Vec<u8>) {
         out.put_u32(self.buffer_id);
         out.put_u16(self.total_len);
         out.put_u8(self.reason);
@@ -215,7 +219,18 @@ impl PacketIn {
         out.put_u64(self.cookie);
         self.match_.emit(out);
         out.put_zeros(2);
-        out.extend_from_slice(&self.data);
+        out.extend_from_slice(data);
+    }
+
+    /// Appends this PACKET_IN carrying `data` in place of `self.data` (which is not read):
+    /// the bytes `encode(xid, &Message::PacketIn(..))` writes for that packet-in, with the
+    /// frame copied once, straight from where the caller holds it (a datapath's batch).
+    pub fn encode_with_data(&self, xid: u32, data: &[u8], out: &mut Vec<u8>) {
+        let start = out.len();
+        crate::message::emit_header(out, crate::consts::msg_type::PACKET_IN, 0, xid);
+        self.emit_with(data, out);
+        let len = wire_len(out.len() - start);
+        out.patch_u16(start + 2, len);
     }
 
     pub(crate) fn parse(r: &mut Reader<'_>) -> Result<Self, OfpError> {

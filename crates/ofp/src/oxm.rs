@@ -73,6 +73,9 @@ macro_rules! oxm_fields {
             pub fn bits(self) -> u32 {
                 match self { $(OxmFieldId::$id => $bits,)* }
             }
+            /// Whether the field takes a mask: the fields table 12 of the spec marks maskable,
+            /// and the TCP, UDP and SCTP ports as Open vSwitch allows them (bitwise port
+            /// ranges, as ACL compilers emit them).
             pub fn maskable(self) -> bool {
                 match self { $(OxmFieldId::$id => $maskable,)* }
             }
@@ -112,12 +115,12 @@ oxm_fields! {
     IpProto(u8) = 10, 1, 8, false, OneOf(F::EthType, IP);
     Ipv4Src(u32) = 11, 4, 32, true, OneOf(F::EthType, IPV4);
     Ipv4Dst(u32) = 12, 4, 32, true, OneOf(F::EthType, IPV4);
-    TcpSrc(u16) = 13, 2, 16, false, OneOf(F::IpProto, &[6]);
-    TcpDst(u16) = 14, 2, 16, false, OneOf(F::IpProto, &[6]);
-    UdpSrc(u16) = 15, 2, 16, false, OneOf(F::IpProto, &[17]);
-    UdpDst(u16) = 16, 2, 16, false, OneOf(F::IpProto, &[17]);
-    SctpSrc(u16) = 17, 2, 16, false, OneOf(F::IpProto, &[132]);
-    SctpDst(u16) = 18, 2, 16, false, OneOf(F::IpProto, &[132]);
+    TcpSrc(u16) = 13, 2, 16, true, OneOf(F::IpProto, &[6]);
+    TcpDst(u16) = 14, 2, 16, true, OneOf(F::IpProto, &[6]);
+    UdpSrc(u16) = 15, 2, 16, true, OneOf(F::IpProto, &[17]);
+    UdpDst(u16) = 16, 2, 16, true, OneOf(F::IpProto, &[17]);
+    SctpSrc(u16) = 17, 2, 16, true, OneOf(F::IpProto, &[132]);
+    SctpDst(u16) = 18, 2, 16, true, OneOf(F::IpProto, &[132]);
     Icmpv4Type(u8) = 19, 1, 8, false, OneOf(F::IpProto, &[1]);
     Icmpv4Code(u8) = 20, 1, 8, false, OneOf(F::IpProto, &[1]);
     ArpOp(u16) = 21, 2, 16, false, OneOf(F::EthType, ARP);

@@ -628,3 +628,31 @@ fn multipart_reply_split_fits_and_flags_more() {
     assert_eq!(single.len(), 1);
     assert_eq!(single[0].len(), 16);
 }
+
+#[test]
+fn a_packet_in_encoded_with_borrowed_data_is_the_same_message() {
+    let frame: Vec<u8> = (0..=255u8).cycle().take(1500).collect();
+    let pin = PacketIn {
+        buffer_id: 0x0102_0304,
+        total_len: 1500,
+        reason: OFPR_NO_MATCH,
+        table_id: 7,
+        cookie: 0xfeed_face_cafe_beef,
+        match_: Match {
+            fields: vec![
+                OxmField::exact(OxmValue::InPort(3)),
+                OxmField::exact(OxmValue::Metadata(9)),
+            ],
+        },
+        data: frame.clone(),
+    };
+    let expected = encode_to_vec(5, &Message::PacketIn(pin.clone()));
+    let mut out = vec![0xee; 3];
+    PacketIn {
+        data: Vec::new(),
+        ..pin
+    }
+    .encode_with_data(5, &frame, &mut out);
+    assert_eq!(&out[..3], &[0xee; 3], "appends after what the buffer holds");
+    assert_eq!(&out[3..], &expected[..]);
+}

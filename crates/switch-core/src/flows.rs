@@ -291,6 +291,7 @@ impl FlowTable {
             table: self.table_id,
             id: entry.id,
             priority: entry.priority,
+            cookie: entry.cookie,
             match_: entry.compiled,
             instructions: compile_instructions(&entry.instructions).into(),
             counters: Arc::clone(&entry.counters),

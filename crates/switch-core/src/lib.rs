@@ -574,8 +574,9 @@ impl Switch {
         })
     }
 
-    /// PACKET_OUT: validates and queues the packet for a datapath thread.
-    pub fn packet_out(&mut self, po: &PacketOut) -> Result<(), OfpError> {
+    /// PACKET_OUT: validates and queues the packet for a datapath thread (the message's
+    /// frame moves into the job, uncopied).
+    pub fn packet_out(&mut self, po: PacketOut) -> Result<(), OfpError> {
         let in_port_ok = po.in_port <= ofp::OFPP_MAX
             || matches!(po.in_port, ofp::OFPP_CONTROLLER | ofp::OFPP_LOCAL);
         if !in_port_ok || po.in_port == 0 {
@@ -593,7 +594,7 @@ impl Switch {
         })?;
         // A packet-out names its own ingress port, whether or not the packet was buffered.
         let frame = if po.buffer_id == ofp::OFP_NO_BUFFER {
-            po.data.clone()
+            po.data
         } else {
             self.take_buffer(po.buffer_id)?.1
         };
@@ -673,14 +674,6 @@ impl Switch {
         let (status, op) = self.ports.set_link(port_no, up)?;
         self.apply_ops(vec![op]);
         Some(status)
-    }
-
-    /// The cookie of a flow entry, for packet-ins it raises.
-    pub fn cookie_of(&self, table_id: u8, flow: FlowId) -> Option<u64> {
-        self.tables
-            .get(usize::from(table_id))?
-            .get(flow)
-            .map(|e| e.cookie)
     }
 
     pub fn has_port(&self, port_no: u32) -> bool {

@@ -31,6 +31,8 @@ OFPT_ECHO_REQUEST = 2
 OFPT_ECHO_REPLY = 3
 OFPT_FEATURES_REQUEST = 5
 OFPT_FEATURES_REPLY = 6
+OFPT_PACKET_IN = 10
+OFPT_PACKET_OUT = 13
 OFPT_FLOW_MOD = 14
 OFPT_MULTIPART_REQUEST = 18
 OFPT_MULTIPART_REPLY = 19
@@ -44,7 +46,9 @@ OFPMP_METER_CONFIG = 10
 OFPMPF_REPLY_MORE = 1
 
 OFPTT_ALL = 0xFF
+OFPP_CONTROLLER = 0xFFFFFFFD
 OFPP_ANY = 0xFFFFFFFF
+OFP_NO_BUFFER = 0xFFFFFFFF
 OFPG_ANY = 0xFFFFFFFF
 OFPM_ALL = 0xFFFFFFFF
 OFPFC_ADD = 0
@@ -266,11 +270,43 @@ class OfMessage:
         return err_type, code, self.body[4:]
 
 
-class OfClient:
-    """A blocking OpenFlow 1.3 connection that answers the switch's echo requests itself."""
+def packet_out_body(
+    in_port: int, actions: Iterable[bytes], data: bytes = b"", buffer_id: int = OFP_NO_BUFFER
+) -> bytes:
+    body = b"".join(actions)
+    return struct.pack("!IIH6x", buffer_id, in_port, len(body)) + body + data
 
-    def __init__(self, port: int, timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout)
+
+@dataclass(frozen=True)
+class PacketIn:
+    """The fields of an OFPT_PACKET_IN that tests look at."""
+
+    buffer_id: int
+    total_len: int
+    reason: int
+    table_id: int
+    cookie: int
+    data: bytes
+
+    @staticmethod
+    def parse(msg: OfMessage) -> PacketIn:
+        assert msg.msg_type == OFPT_PACKET_IN, f"not a packet-in: {msg}"
+        buffer_id, total_len, reason, table_id, cookie = struct.unpack_from("!IHBBQ", msg.body)
+        (match_len,) = struct.unpack_from("!H", msg.body, 18)
+        data_at = 16 + (match_len + 7) // 8 * 8 + 2
+        return PacketIn(buffer_id, total_len, reason, table_id, cookie, msg.body[data_at:])
+
+
+class OfClient:
+    """A blocking OpenFlow 1.3 connection that answers the switch's echo requests itself.
+
+    It connects to 127.0.0.1:``port``, or uses ``sock``, a stream socket already connected (to a
+    switch in another network namespace, say)."""
+
+    def __init__(
+        self, port: int = 0, timeout: float = 10.0, sock: socket.socket | None = None
+    ) -> None:
+        self.sock = sock or socket.create_connection(("127.0.0.1", port), timeout)
         self.sock.settimeout(timeout)
         self.next_xid = 0x1000
         self.unsolicited: list[OfMessage] = []

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import secrets
+import socket
 import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+
+# setns(2)'s flag for a network namespace.
+_CLONE_NEWNET = 0x40000000
 
 
 def run(cmd: Sequence[str], check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -50,6 +56,27 @@ class Namespace:
     def sysctl(self, *settings: str) -> None:
         """Write sysctl settings (``key=value``) inside this namespace."""
         self.run("sysctl", "-qw", *settings)
+
+    def make_socket(self, family: int, kind: int, proto: int = 0) -> socket.socket:
+        """A socket made inside this namespace (it stays there, whichever thread uses it)."""
+        libc = ctypes.CDLL(None, use_errno=True)
+
+        def enter(ns_fd: int) -> None:
+            if libc.setns(ns_fd, _CLONE_NEWNET) != 0:
+                errno = ctypes.get_errno()
+                raise OSError(errno, f"setns into {self.name}: {os.strerror(errno)}")
+
+        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+        target = os.open(f"/run/netns/{self.name}", os.O_RDONLY)
+        try:
+            enter(target)
+            try:
+                return socket.socket(family, kind, proto)
+            finally:
+                enter(home)
+        finally:
+            os.close(home)
+            os.close(target)
 
     def ping(self, address: str, count: int = 3) -> bool:
         """True when at least one of ``count`` pings to ``address`` is answered."""

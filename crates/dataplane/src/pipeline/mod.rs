@@ -25,7 +25,7 @@ use crate::classifier::{LookupScratch, NO_RULE};
 use crate::counters::{Shard, ShardLease};
 use crate::isa::Isa;
 use crate::key::{frag, FlowKey, ParseDepth, Words};
-use crate::model::{FlowId, FragHandling};
+use crate::model::FragHandling;
 use crate::parse::{parse_to, ParseStats};
 use crate::program::flag;
 use crate::shared::Shared;
@@ -306,9 +306,10 @@ impl<'e> Meta<'e> {
         }
     }
 
-    /// The entry whose action sent the packet (for its packet-in).
-    fn flow(&self) -> Option<FlowId> {
-        self.entry.map(|e| e.id)
+    /// The cookie of the entry whose action sent the packet (for its packet-in; all-ones
+    /// outside the tables).
+    fn cookie(&self) -> u64 {
+        self.entry.map_or(u64::MAX, |e| e.cookie)
     }
 
     /// Whether the packet is at a table-miss entry (its packet-in reports NO_MATCH).

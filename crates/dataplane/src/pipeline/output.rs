@@ -117,7 +117,7 @@ pub(super) fn packet_in<S: PacketSink>(
     let ev = PacketInEvent {
         reason,
         table_id: meta.table,
-        flow: meta.flow(),
+        cookie: meta.cookie(),
         buffer_id,
         total_len: u16::try_from(frame.len()).unwrap_or(u16::MAX),
         in_port: meta.in_port,

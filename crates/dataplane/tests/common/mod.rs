@@ -71,7 +71,7 @@ pub fn checksums_ok(frame: &[u8]) -> bool {
 pub struct PacketIn {
     pub reason: PacketInReason,
     pub table_id: u8,
-    pub flow: Option<FlowId>,
+    pub cookie: u64,
     pub buffer_id: u32,
     pub total_len: u16,
     pub in_port: u32,
@@ -106,7 +106,7 @@ impl PacketSink for Recorder {
         self.pin.push(PacketIn {
             reason: ev.reason,
             table_id: ev.table_id,
-            flow: ev.flow,
+            cookie: ev.cookie,
             buffer_id: ev.buffer_id,
             total_len: ev.total_len,
             in_port: ev.in_port,
@@ -150,6 +150,7 @@ pub fn flow(
         table,
         id: FlowId(id),
         priority,
+        cookie: id,
         match_: m,
         instructions: ins.into(),
         counters: counters.clone(),

@@ -294,6 +294,20 @@ mod tests {
     }
 
     #[test]
+    fn transport_ports_take_masks_as_in_open_vswitch() {
+        let f = parse_field(F::TcpDst, "0x400/0xfc00").unwrap();
+        assert_eq!(
+            f,
+            OxmField::masked(OxmValue::TcpDst(0x400), OxmValue::TcpDst(0xfc00))
+        );
+        assert_eq!(format_field(&f), "0x400/0xfc00");
+        let f = parse_field(F::UdpSrc, "1024/0xff00").unwrap();
+        assert_eq!(format_field(&f), "0x400/0xff00");
+        let f = parse_field(F::SctpDst, "0x8001/0x8000").unwrap();
+        assert_eq!(format_field(&f), "0x8000/0x8000");
+    }
+
+    #[test]
     fn full_masks_become_exact_matches() {
         assert_eq!(
             parse_field(F::Ipv4Src, "1.2.3.4/32"),

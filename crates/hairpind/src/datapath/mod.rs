@@ -18,13 +18,13 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use agent::{Agent, EventSender};
+use agent::Agent;
 use dataplane::batch::PacketBatch;
 use dataplane::datapath::DatapathReader;
 use doorbell::Doorbell;
 use packet_out::PacketOutReceiver;
 use ports::PortSet;
-use sink::Sink;
+use sink::{Sink, ToController};
 
 /// Packets per receive batch and per port per round.
 pub const BATCH: usize = dataplane::batch::BURST;
@@ -52,7 +52,7 @@ pub struct ThreadContext {
 
 /// Runs one datapath thread until `stop` is set.
 pub fn run(mut ctx: ThreadContext) {
-    let events = ctx.agent.events();
+    let mut controller = ToController::new(&ctx.agent);
     let mut batch = PacketBatch::new(BATCH, dataplane::batch::DEFAULT_MAX_FRAME);
     let mut idle_rounds = 0u32;
     let mut fds = ctx.ports.fds();
@@ -67,14 +67,14 @@ pub fn run(mut ctx: ThreadContext) {
         }
         let legacy = ctx.standalone && ctx.agent.connected() == 0;
         let mut received = 0;
+        let burst = controller.burst(now);
         for i in 0..ctx.ports.len() {
-            received += ctx.ports.receive(i, &mut batch, BATCH);
+            received += ctx.ports.receive(i, &mut batch, burst);
             if batch.is_empty() {
                 continue;
             }
             let mut sink = Sink {
-                agent: &ctx.agent,
-                events: &events,
+                controller: &mut controller,
                 ports: &mut ctx.ports,
             };
             if legacy {
@@ -83,8 +83,15 @@ pub fn run(mut ctx: ThreadContext) {
                 ctx.reader.process(now, &mut batch, &mut sink);
             }
             ctx.ports.kick();
+            controller.flush(now);
         }
-        received += run_packet_outs(&mut ctx, &events, now);
+        if controller.serve_input(now) {
+            received += 1;
+        }
+        let packet_outs = run_packet_outs(&mut ctx, &mut controller, now);
+        controller.ran_packet_outs(packet_outs, now);
+        received += packet_outs;
+        controller.flush(now);
         ctx.ports.flush();
         if received == 0 {
             idle_rounds += 1;
@@ -97,9 +104,8 @@ pub fn run(mut ctx: ThreadContext) {
     }
 }
 
-fn run_packet_outs(ctx: &mut ThreadContext, events: &EventSender, now: u64) -> usize {
+fn run_packet_outs(ctx: &mut ThreadContext, controller: &mut ToController, now: u64) -> usize {
     let ThreadContext {
-        agent,
         reader,
         ports,
         packet_outs,
@@ -107,8 +113,7 @@ fn run_packet_outs(ctx: &mut ThreadContext, events: &EventSender, now: u64) -> u
     } = ctx;
     packet_outs.drain(|job| {
         let mut sink = Sink {
-            agent,
-            events,
+            controller: &mut *controller,
             ports,
         };
         reader.packet_out(now, job.in_port, &job.actions, &job.frame, &mut sink);
