@@ -34,6 +34,10 @@ use subtable::Subtable;
 
 /// Subtables with at most this many index entries are probed without a prefetch pass.
 const CACHED_INDEX: usize = 1024;
+/// How many keys ahead of its probe a large index's bucket is prefetched: enough to cover a
+/// miss with the probes between, few enough that the prefetches find a free miss buffer (a
+/// prefetch of every key of a batch at once is mostly dropped).
+const PROBE_AHEAD: usize = 16;
 /// A single-field tuple of at most this many rules whose values all lie below
 /// [`DIRECT_VALUES`] is looked up by direct indexing.
 const DIRECT_RULES: usize = 256;
@@ -270,7 +274,8 @@ impl<'s> SubtableProbe<'s> {
     }
 
     /// Classifies every key against this tuple alone; `hashes` (when given) turns on the
-    /// two-pass probe with prefetching. The index's entry width and whether the subtable has
+    /// two-pass probe (hash every key, then probe each with the bucket of a key
+    /// [`PROBE_AHEAD`] later prefetched). The index's entry width and whether the subtable has
     /// a guard are decided once, outside the loop.
     #[inline(always)]
     fn probe_all<'k, const L: usize>(
@@ -329,12 +334,19 @@ impl<'s> SubtableProbe<'s> {
             Some(hashes) => {
                 for (i, h) in hashes.iter_mut().enumerate() {
                     let k = key(i);
-                    if admits(k) {
-                        *h = self.masked(lanes, k).1;
-                        view.prefetch(*h);
-                    }
+                    *h = if admits(k) {
+                        self.masked(lanes, k).1
+                    } else {
+                        0
+                    };
+                }
+                for h in hashes.iter().take(PROBE_AHEAD) {
+                    view.prefetch(*h);
                 }
                 for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
+                    if let Some(ahead) = hashes.get(i + PROBE_AHEAD) {
+                        view.prefetch(*ahead);
+                    }
                     *o = probe(key(i), Some(*h));
                 }
             }
@@ -343,7 +355,8 @@ impl<'s> SubtableProbe<'s> {
 }
 
 /// One subtable's pass of the tuple space search over a batch: packets whose best match is
-/// below `max` are probed (a large index in two passes, hashing and prefetching first).
+/// below `max` are probed (a large index in two passes, hashing first, then probing with
+/// prefetches [`PROBE_AHEAD`] keys ahead).
 struct Pass<'s> {
     subtable: SubtableProbe<'s>,
     max: i32,
@@ -363,10 +376,11 @@ impl Pass<'_> {
         let (t, max) = (&self.subtable, self.max);
         if self.large {
             for (i, (h, b)) in hashes.iter_mut().zip(best.iter()).enumerate() {
-                if *b < max && t.sub.may_match(key(i)) {
-                    *h = t.hash(key(i));
-                    t.index.prefetch(*h);
-                }
+                let pending = *b < max && t.sub.may_match(key(i));
+                *h = if pending { t.hash(key(i)) } else { 0 };
+            }
+            for h in hashes.iter().take(PROBE_AHEAD) {
+                t.index.prefetch(*h);
             }
         }
         for (i, ((h, b), o)) in hashes
@@ -375,6 +389,9 @@ impl Pass<'_> {
             .zip(out.iter_mut())
             .enumerate()
         {
+            if let Some(ahead) = hashes.get(i + PROBE_AHEAD).filter(|_| self.large) {
+                t.index.prefetch(*ahead);
+            }
             let k = key(i);
             if *b >= max || !t.sub.may_match(k) {
                 continue;
@@ -905,8 +922,9 @@ impl<P, C> Classifier<P, C> {
 
     /// Classifies `n` packets at once: `out[i]` receives the slot for `key(i)` or [`NO_RULE`].
     /// The common shapes (one tuple, a routing family, each above an optional catch-all) take
-    /// one probe per packet; large indexes are probed in two passes, hashing and prefetching
-    /// every packet's bucket first, so the cache misses overlap instead of adding up.
+    /// one probe per packet; large indexes are probed in two passes, hashing every packet
+    /// first and then probing with later packets' buckets prefetched, so the cache misses
+    /// overlap instead of adding up.
     #[inline(never)]
     pub fn lookup_batch<'k>(
         &self,
@@ -976,8 +994,9 @@ impl<P, C> Classifier<P, C> {
     ) {
         let t = self.subtable_probe(sub);
         let pick = |e: Option<Hit>| all.pick(e);
-        // A large index is probed in two passes (hash and prefetch every packet's bucket,
-        // then probe) so its cache misses overlap; a small one stays in cache.
+        // A large index is probed in two passes (hash every packet, then probe with the
+        // buckets of later packets prefetched) so its cache misses overlap; a small one stays
+        // in cache.
         let n = out.len();
         let hashes = (sub.index.len() > CACHED_INDEX).then(|| scratch.hashes(n));
         match *sub.lanes() {
