@@ -41,7 +41,7 @@ use crate::model::{FlowId, FragHandling};
 use crate::parse::{parse_to, ParseStats};
 use crate::program::flag;
 use crate::shared::Shared;
-use crate::snapshot::{FlowEntry, FlowTable, PortEntry, Snapshot};
+use crate::snapshot::{FlowEntry, FlowTable, Snapshot};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Headroom of the copy buffers (group buckets, packet-out, InSP).
@@ -687,13 +687,13 @@ fn load_counters(table: &FlowTable, slot: u32, shard: Shard) {
     }
 }
 
-/// Intake of received frames: counts each on its port (remembering the previous packet's
-/// port, as a batch usually comes from one), refuses it when the port does not receive,
-/// parses it and applies the fragment policy.
+/// Intake of received frames: counts each on its port, refuses it when the port does not
+/// receive, parses it and applies the fragment policy. The port is looked up for every
+/// packet (a dense table): a batch from a trunk mixes many logical ports, and remembering the
+/// previous packet's port mispredicts whenever they alternate.
 struct Intake<'s> {
     state: &'s Snapshot,
     shard: Shard,
-    last: Option<(u32, Option<&'s PortEntry>)>,
 }
 
 impl<'s> Intake<'s> {
@@ -701,7 +701,6 @@ impl<'s> Intake<'s> {
         Intake {
             state,
             shard,
-            last: None,
         }
     }
 
@@ -716,14 +715,7 @@ impl<'s> Intake<'s> {
         depth: ParseDepth,
         key: &mut FlowKey,
     ) -> bool {
-        let port = match self.last {
-            Some((p, e)) if p == in_port => e,
-            _ => {
-                let e = self.state.ports.get(in_port);
-                self.last = Some((in_port, e));
-                e
-            }
-        };
+        let port = self.state.ports.get(in_port);
         let len = frame.len() as u64;
         if let Some(port) = port {
             port.rx.hit(self.shard, len);
