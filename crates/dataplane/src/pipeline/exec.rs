@@ -172,7 +172,7 @@ fn run_ops<S: PacketSink>(
 /// Runs ops already in action-set order (a bucket, or an entry's Write-Actions on an empty
 /// set); the packet is finished afterwards, so the last op may consume it. Inlined: where a
 /// packet usually ends (a route's Write-Actions, a next hop's bucket) the call, with its
-/// register saves, cost about as much as the ops (L3 934 to 885 instructions per packet).
+/// register saves, costs about as much as the ops (some 50 instructions of an L3 packet).
 #[inline(always)]
 fn run_sorted<S: PacketSink>(
     env: &mut Env<'_, S>,
