@@ -6,6 +6,9 @@
 //! - masks differing only in a prefix of one IPv4 address field with priorities that follow
 //!   prefix length (a routing table): the family is served by a DIR-16-8-8 longest-prefix-match
 //!   table, at most three dependent loads per packet (`Kind::Lpm`, see [`lpm`]);
+//! - a small table whose every rule names one ingress port (a port-based pipeline's table 0:
+//!   a customer endpoint's port and address, an uplink's port alone): each port's few rules,
+//!   found by the port and tested with a masked compare each (`Kind::Ports`, see [`ports`]);
 //! - anything else: priority-ordered tuple space search (`Kind::TupleSpace`). Subtables are
 //!   sorted by their maximum priority and the search stops as soon as the best match found so
 //!   far outranks the next subtable's maximum.
@@ -25,11 +28,13 @@
 
 pub mod hash;
 pub mod lpm;
+mod ports;
 pub mod subtable;
 
 use crate::key::{FlowMatch, Words, KEY_WORDS};
 use hash::{hash_masked, Hit, IndexProbe, IndexView, Seed, SeededMap, ENTRY_REST};
 use lpm::LpmPlan;
+use ports::PortPlan;
 use subtable::Subtable;
 
 /// Subtables with at most this many index entries are probed without a prefetch pass.
@@ -58,6 +63,8 @@ pub enum Kind {
     Empty,
     /// One narrow field (an in_port or EtherType table): an array indexed by its value.
     Direct,
+    /// Every rule names one ingress port: each port's few rules, found by the port.
+    Ports,
     Hash,
     Lpm,
     TupleSpace,
@@ -156,6 +163,8 @@ enum Plan {
     },
     /// Priority-ordered tuple space search.
     TupleSpace,
+    /// A table whose every rule names one ingress port, searched by port ([`ports`]).
+    Ports,
 }
 
 /// Where [`Plan::Direct`] reads the field, and its answer beyond the array.
@@ -432,6 +441,8 @@ pub struct Classifier<P, C = ()> {
     plan: Plan,
     /// The answer per field value under [`Plan::Direct`].
     direct: Vec<u32>,
+    /// Each port's rules under [`Plan::Ports`].
+    by_port: PortPlan,
 }
 
 /// One step of the probe order.
@@ -466,6 +477,7 @@ impl<P, C> Default for Classifier<P, C> {
             lpm: None,
             plan: Plan::Empty,
             direct: Vec::new(),
+            by_port: PortPlan::default(),
         }
     }
 }
@@ -481,8 +493,10 @@ impl<P, C> Classifier<P, C> {
 
     /// The structure lookups currently use.
     pub fn kind(&self) -> Kind {
-        if matches!(self.plan, Plan::Direct(_)) {
-            return Kind::Direct;
+        match self.plan {
+            Plan::Direct(_) => return Kind::Direct,
+            Plan::Ports => return Kind::Ports,
+            _ => {}
         }
         match (self.order.len(), &self.lpm) {
             (0, _) => Kind::Empty,
@@ -751,6 +765,38 @@ impl<P, C> Classifier<P, C> {
             .sort_by(|a, b| b.max().cmp(&a.max()).then_with(|| seq(a).cmp(&seq(b))));
         self.plan = self.choose_plan();
         self.specialise();
+        self.by_ports();
+    }
+
+    /// Turns a hash probe or tuple space search of a small table whose every rule names one
+    /// ingress port into a search by port ([`ports`]).
+    fn by_ports(&mut self) {
+        if !matches!(self.plan, Plan::Hash { .. } | Plan::TupleSpace)
+            || self.lpm.is_some()
+            || self.by_id.len() > ports::MAX_RULES
+        {
+            return;
+        }
+        // The last step may be a catch-all, the rest subtables of rules on one port.
+        let (steps, all) = match self.order.split_last() {
+            Some((last, rest)) if !rest.is_empty() => match self.fallback(Some(last)) {
+                Some(all) => (rest, all),
+                None => (&self.order[..], Fallback::NONE),
+            },
+            _ => (&self.order[..], Fallback::NONE),
+        };
+        let subs: Option<Vec<&Subtable>> = steps
+            .iter()
+            .map(|step| match step {
+                SearchStep::Subtable { id, .. } => self.subtables.get(*id as usize)?.as_ref(),
+                SearchStep::Lpm { .. } => None,
+            })
+            .collect();
+        let plan = subs.and_then(|subs| PortPlan::build(self.seed, &subs, &self.keys, all));
+        if let Some(plan) = plan {
+            self.by_port = plan;
+            self.plan = Plan::Ports;
+        }
     }
 
     /// Turns a plan of one small single-field tuple into a direct-indexed one (rebuilding
@@ -917,6 +963,7 @@ impl<P, C> Classifier<P, C> {
                 }
             }
             Plan::TupleSpace => self.lookup(key).unwrap_or(NO_RULE),
+            Plan::Ports => self.by_port.lookup(key),
         }
     }
 
@@ -978,6 +1025,11 @@ impl<P, C> Classifier<P, C> {
             },
             Plan::Lpm { all } => self.lookup_lpm(all, &key, out, scratch),
             Plan::TupleSpace => self.lookup_tuple_space(&key, out, scratch),
+            Plan::Ports => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = self.by_port.lookup(key(i));
+                }
+            }
         }
     }
 

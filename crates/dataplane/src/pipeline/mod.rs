@@ -698,10 +698,7 @@ struct Intake<'s> {
 
 impl<'s> Intake<'s> {
     fn new(state: &'s Snapshot, shard: Shard) -> Self {
-        Intake {
-            state,
-            shard,
-        }
+        Intake { state, shard }
     }
 
     /// False: the frame is dropped (and counted).
