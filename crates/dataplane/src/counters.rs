@@ -27,31 +27,32 @@ impl ShardLease {
     }
 
     fn exclusive(&self) -> bool {
-        Shard(self.index).exclusive()
+        self.shard().exclusive()
     }
 
     /// The shard to write, as a value the hot path keeps in a register.
     #[inline(always)]
     pub fn shard(&self) -> Shard {
-        Shard(self.index)
+        Shard::new(self.index)
     }
 }
 
-/// The shard a lease writes (a copy: reading it costs no load through the lease).
+/// The shard a lease writes (a copy: reading it costs no load through the lease), as the
+/// distance in cells from a pair's shard-0 cell to its cell of this shard, so that a count
+/// adds it and nothing else.
 #[derive(Clone, Copy, Debug)]
 pub struct Shard(usize);
 
 impl Shard {
+    /// The shard of index `index` (taken modulo [`SHARDS`]).
+    fn new(index: usize) -> Self {
+        Shard((index % SHARDS) * CHUNK_PAIRS)
+    }
+
     /// Whether no other reader writes this shard (plain load + store suffice).
     #[inline(always)]
     fn exclusive(self) -> bool {
-        self.0 < SHARDS - 1
-    }
-
-    /// The shard's index, which the compiler knows is in range.
-    #[inline(always)]
-    fn index(self) -> usize {
-        self.0 % SHARDS
+        self.0 < (SHARDS - 1) * CHUNK_PAIRS
     }
 }
 
@@ -213,21 +214,22 @@ impl CounterCell {
 
     /// The cell of `shard`.
     #[inline(always)]
-    fn shard(self, shard: usize) -> &'static Cell {
+    fn shard(self, shard: Shard) -> &'static Cell {
         // SAFETY: `self.0` is `shards[0][slot]` of a leaked `Chunk`, whose `repr(C)` rows of
-        // `CHUNK_PAIRS` cells follow each other: `shards[shard][slot]` lies `shard *
-        // CHUNK_PAIRS` cells further, inside the chunk for `shard < SHARDS`.
-        unsafe { &*std::ptr::from_ref(self.0).add((shard % SHARDS) * CHUNK_PAIRS) }
+        // `CHUNK_PAIRS` cells follow each other: `shards[s][slot]` lies `s * CHUNK_PAIRS`
+        // cells further, which is `shard.0` (`Shard::new`, its only constructor, makes it so
+        // for an `s` below `SHARDS`), inside the chunk.
+        unsafe { &*std::ptr::from_ref(self.0).add(shard.0) }
     }
 
     fn shards(self) -> impl Iterator<Item = &'static Cell> {
-        (0..SHARDS).map(move |s| self.shard(s))
+        (0..SHARDS).map(move |s| self.shard(Shard::new(s)))
     }
 
     /// Hints the CPU to load the cell of `shard`.
     #[inline(always)]
     pub(crate) fn prefetch(self, shard: Shard) {
-        crate::classifier::hash::prefetch_read(self.shard(shard.index()));
+        crate::classifier::hash::prefetch_read(self.shard(shard));
     }
 
     /// Counts a packet of `bytes` in the cell of `shard`.
@@ -239,8 +241,7 @@ impl CounterCell {
     /// Adds to the cell of `shard`.
     #[inline(always)]
     pub(crate) fn add(self, shard: Shard, packets: u64, bytes: u64) {
-        self.shard(shard.index())
-            .add(packets, bytes, shard.exclusive());
+        self.shard(shard).add(packets, bytes, shard.exclusive());
     }
 }
 
@@ -384,7 +385,7 @@ mod tests {
     fn no_two_shards_of_a_pair_share_a_cache_line() {
         let pair = ShardedPair::default();
         let lines: Vec<usize> = (0..SHARDS)
-            .map(|s| core::ptr::from_ref(pair.cell().shard(s)) as usize / 64)
+            .map(|s| core::ptr::from_ref(pair.cell().shard(Shard::new(s))) as usize / 64)
             .collect();
         for (i, a) in lines.iter().enumerate() {
             assert!(lines.iter().skip(i + 1).all(|b| b != a), "{lines:?}");
