@@ -181,6 +181,13 @@ struct Chunk {
     shards: [[Cell; CHUNK_PAIRS]; SHARDS],
 }
 
+/// Chunks allocated at once: 2 MiB, so that an allocator that gives large blocks huge pages
+/// (`crate::hugepages`, as the daemon does) puts a 100K-flow table's counters on a few of
+/// them instead of in hundreds of 4 KiB pages, each a TLB miss for a packet that counts on a
+/// rule at random. The block is allocated zeroed (zero is every cell's start), so untouched
+/// chunks cost no memory where the allocator maps fresh pages.
+const SLAB_CHUNKS: usize = 128;
+
 /// Free cells of all counter pairs of the process. Chunks are allocated on demand and never
 /// freed (a dropped pair's cells go back on this list), so a cell reference is `'static` and
 /// the datapath keeps a bare pointer to it.
@@ -196,10 +203,13 @@ impl CounterCell {
     fn alloc() -> Self {
         let mut free = FREE_CELLS.lock().unwrap_or_else(PoisonError::into_inner);
         if free.is_empty() {
-            let chunk: &'static Chunk = Box::leak(Box::new(Chunk {
-                shards: std::array::from_fn(|_| std::array::from_fn(|_| Cell::default())),
-            }));
-            free.extend(chunk.shards[0].iter().rev().map(CounterCell));
+            // SAFETY: a `Chunk` is atomics all the way down, for which all-zero bytes are a
+            // valid value (zero counts).
+            let slab = unsafe { Box::<[Chunk]>::new_zeroed_slice(SLAB_CHUNKS).assume_init() };
+            let slab: &'static [Chunk] = Box::leak(slab);
+            for chunk in slab.iter().rev() {
+                free.extend(chunk.shards[0].iter().rev().map(CounterCell));
+            }
         }
         let cell = free
             .pop()
