@@ -3,11 +3,16 @@
 //!
 //! Every function takes the frame and the key whose `layout` describes it, checks every offset
 //! against the frame, and leaves the packet untouched when the header it needs is absent.
+//! Headers are read and written through the named fields of [`crate::wire`].
 
 use crate::checksum::{self, udp_fixup, update16, update32, update_bytes};
 pub(crate) use crate::frame::Frame;
 use crate::ir::Action;
 use crate::key::{frag, Field, FieldValue, FlowKey, ParseDepth, NO_OFFSET};
+use crate::wire::ethernet::{self, ethertype, snap, tag, ETHERTYPE_LEN};
+use crate::wire::icmp::{self, nd};
+use crate::wire::ip::{ports, protocol};
+use crate::wire::{ipv4, ipv6, mpls, pbb, sctp, tcp, udp, Field as Bytes};
 
 /// Parses the frame down to `depth` if the key has not been parsed that deep yet (the
 /// pipeline parses only as deep as its matches need; actions go deeper on demand).
@@ -34,16 +39,19 @@ fn fix_csum(frame: &mut Frame<'_>, at: usize, f: impl FnOnce(u16) -> u16) {
     }
 }
 
-/// Offset of the L4 checksum covering the IP pseudo-header, if the packet has one.
+/// Offset of the L4 checksum covering the IP pseudo-header, if the packet has one, and
+/// whether it is UDP's.
 fn l4_csum_at(key: &FlowKey) -> Option<(usize, bool)> {
     let l4 = off(key.layout.l4)?;
     if key.layout.frag & frag::LATER != 0 {
         return None;
     }
     match key.ip_proto {
-        6 => Some((l4 + 16, false)),
-        17 => Some((l4 + 6, true)),
-        58 if key.eth_type == 0x86dd => Some((l4 + 2, false)),
+        protocol::TCP => Some((l4 + tcp::field::CHECKSUM.start, false)),
+        protocol::UDP => Some((l4 + udp::field::CHECKSUM.start, true)),
+        protocol::ICMPV6 if key.eth_type == ethertype::IPV6 => {
+            Some((l4 + icmp::field::CHECKSUM.start, false))
+        }
         _ => None,
     }
 }
@@ -69,34 +77,25 @@ fn fix_l4_checksum(frame: &mut Frame<'_>, key: &FlowKey, update: impl FnOnce(u16
     }
 }
 
-/// Writes an IPv4 header byte pair at `l3 + at` and fixes the header checksum.
-fn set_ipv4_word(frame: &mut Frame<'_>, l3: usize, at: usize, new: [u8; 2]) {
-    if let Some(old) = frame.get16(l3 + at) {
-        frame.put(l3 + at, &new);
-        fix_csum(frame, l3 + 10, |c| {
-            update16(c, old, u16::from_be_bytes(new))
-        });
+/// Writes the 16-bit `word` of the IPv4 header at `l3` and fixes the header checksum.
+fn set_ipv4_word(frame: &mut Frame<'_>, l3: usize, word: Bytes, new: [u8; 2]) {
+    if let Some(mut ip) = ipv4::Header::at_mut(frame.bytes_mut(), l3) {
+        let old = ip.word(word.clone());
+        ip.set_word(word, new);
+        ip.set_checksum(update16(ip.checksum(), old, u16::from_be_bytes(new)));
     }
 }
 
-/// Rewrites the IPv4 address at `l3 + at` (12 source, 16 destination) with the header and
-/// transport checksums.
+/// Rewrites the IPv4 address `field` ([`ipv4::field::SRC`] or [`ipv4::field::DST`]) of the
+/// header at `l3`, with the header and transport checksums.
 #[inline(always)]
-fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new: u32) {
-    let Some(h) = frame
-        .bytes_mut()
-        .get_mut(l3..)
-        .and_then(|h| h.first_chunk_mut::<20>())
-    else {
+fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, field: Bytes, new: u32) {
+    let Some(mut ip) = ipv4::Header::at_mut(frame.bytes_mut(), l3) else {
         return;
     };
-    let Some(addr) = h.get_mut(at..at + 4) else {
-        return;
-    };
-    let old = u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]]);
-    addr.copy_from_slice(&new.to_be_bytes());
-    let c = update32(u16::from_be_bytes([h[10], h[11]]), old, new).to_be_bytes();
-    (h[10], h[11]) = (c[0], c[1]);
+    let old = ip.addr(field.clone());
+    ip.set_addr(field, new);
+    ip.set_checksum(update32(ip.checksum(), old, new));
     fix_l4_checksum(frame, key, |c| update32(c, old, new));
 }
 
@@ -105,10 +104,15 @@ fn set_ipv4_addr(frame: &mut Frame<'_>, key: &FlowKey, l3: usize, at: usize, new
 #[inline(always)]
 pub(crate) fn set_ipv4(frame: &mut Frame<'_>, key: &mut FlowKey, dst: bool, addr: u32) {
     ensure_depth(frame, key, ParseDepth::L3);
-    let Some(l3) = off(key.layout.l3).filter(|_| key.eth_type == 0x0800) else {
+    let Some(l3) = off(key.layout.l3).filter(|_| key.eth_type == ethertype::IPV4) else {
         return;
     };
-    set_ipv4_addr(frame, key, l3, if dst { 16 } else { 12 }, addr);
+    let field = if dst {
+        ipv4::field::DST
+    } else {
+        ipv4::field::SRC
+    };
+    set_ipv4_addr(frame, key, l3, field, addr);
     if dst {
         key.ipv4_dst = addr;
     } else {
@@ -116,19 +120,26 @@ pub(crate) fn set_ipv4(frame: &mut Frame<'_>, key: &mut FlowKey, dst: bool, addr
     }
 }
 
-fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u16) {
+/// Rewrites the transport port `port` ([`ports::field::SRC`] or [`ports::field::DST`]) with
+/// the transport checksum.
+fn set_l4_port(frame: &mut Frame<'_>, key: &FlowKey, port: Bytes, new: u16) {
     let Some(l4) = off(key.layout.l4) else { return };
-    if key.ip_proto == 132 {
+    let at = l4 + port.start;
+    if key.ip_proto == protocol::SCTP {
         set_sctp_port(frame, key, l4, at, new);
         return;
     }
-    let Some(old) = frame.get16(l4 + at) else {
+    let Some(old) = frame.get16(at) else {
         return;
     };
-    frame.put(l4 + at, &new.to_be_bytes());
+    frame.put(at, &new.to_be_bytes());
     match key.ip_proto {
-        6 => fix_csum(frame, l4 + 16, |c| update16(c, old, new)),
-        17 => fix_csum(frame, l4 + 6, |c| udp_fixup(c, update16(c, old, new))),
+        protocol::TCP => fix_csum(frame, l4 + tcp::field::CHECKSUM.start, |c| {
+            update16(c, old, new)
+        }),
+        protocol::UDP => fix_csum(frame, l4 + udp::field::CHECKSUM.start, |c| {
+            udp_fixup(c, update16(c, old, new))
+        }),
         _ => {}
     }
 }
@@ -139,32 +150,37 @@ fn sctp_packet<'f>(frame: &'f Frame<'_>, key: &FlowKey, l4: usize) -> Option<&'f
     frame.bytes().get(l4..end)
 }
 
-/// Rewrites an SCTP port and its CRC32c. Like Open vSwitch, the checksum changes by exactly
-/// the difference the new port makes, so a packet that arrived with a bad checksum still has
-/// one (a switch must not bless corrupted data); a good one stays good.
+/// Rewrites an SCTP port at `at` and its CRC32c. Like Open vSwitch, the checksum changes by
+/// exactly the difference the new port makes, so a packet that arrived with a bad checksum
+/// still has one (a switch must not bless corrupted data); a good one stays good.
 fn set_sctp_port(frame: &mut Frame<'_>, key: &FlowKey, l4: usize, at: usize, new: u16) {
     let Some(before) = sctp_packet(frame, key, l4).and_then(checksum::sctp) else {
         return;
     };
-    let Some(stored) = frame.get_at::<4>(l4 + 8).map(u32::from_le_bytes) else {
+    let crc_at = l4 + sctp::field::CHECKSUM.start;
+    let Some(stored) = frame.get_at::<4>(crc_at).map(u32::from_le_bytes) else {
         return;
     };
-    frame.put(l4 + at, &new.to_be_bytes());
+    frame.put(at, &new.to_be_bytes());
     if let Some(after) = sctp_packet(frame, key, l4).and_then(checksum::sctp) {
-        frame.put(l4 + 8, &(stored ^ before ^ after).to_le_bytes());
+        frame.put(crc_at, &(stored ^ before ^ after).to_le_bytes());
     }
 }
 
-/// Rewrites an ICMP header byte (type at 0, code at 1) and its checksum.
+/// Rewrites an ICMP header byte ([`icmp::field::TYPE`] or [`icmp::field::CODE`]) and its
+/// checksum.
 fn set_icmp_byte(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: u8) {
     let Some(l4) = off(key.layout.l4) else { return };
-    let Some(old) = frame.get16(l4) else { return };
+    let word_at = l4 + icmp::field::TYPE_CODE.start;
+    let Some(old) = frame.get16(word_at) else {
+        return;
+    };
     let mut word = old.to_be_bytes();
-    if let Some(b) = word.get_mut(at) {
+    if let Some(b) = word.get_mut(at - icmp::field::TYPE_CODE.start) {
         *b = new;
     }
-    frame.put(l4, &word);
-    fix_csum(frame, l4 + 2, |c| {
+    frame.put(word_at, &word);
+    fix_csum(frame, l4 + icmp::field::CHECKSUM.start, |c| {
         update16(c, old, u16::from_be_bytes(word))
     });
 }
@@ -183,23 +199,31 @@ fn set_icmp6_bytes(frame: &mut Frame<'_>, key: &FlowKey, at: usize, new: &[u8]) 
     frame.put(at, new);
     // Keep 16-bit alignment relative to the ICMPv6 header for the incremental update.
     if (at - l4).is_multiple_of(2) && new.len().is_multiple_of(2) {
-        fix_csum(frame, l4 + 2, |c| update_bytes(c, old, new));
+        fix_csum(frame, l4 + icmp::field::CHECKSUM.start, |c| {
+            update_bytes(c, old, new)
+        });
     }
 }
 
-/// Offset of the first ND option of `kind` (1 = source, 2 = target link-layer address).
+/// Options walked looking for a link-layer address (bounds per-packet work).
+const MAX_ND_OPTIONS: usize = 16;
+
+/// Offset of the address in the first ND link-layer address option of `kind`
+/// ([`nd::option::SOURCE_LLADDR`] or [`nd::option::TARGET_LLADDR`]).
 fn nd_option(frame: &Frame<'_>, key: &FlowKey, kind: u8) -> Option<usize> {
+    use nd::option::{self, field};
     let l4 = off(key.layout.l4)?;
-    let mut at = l4 + 24;
-    for _ in 0..16 {
-        let [t, len] = frame.get_at::<2>(at)?;
-        if len == 0 {
+    let mut at = l4 + nd::field::OPTIONS;
+    for _ in 0..MAX_ND_OPTIONS {
+        let head = frame.get_at::<2>(at)?;
+        let units = head[field::LEN];
+        if units == 0 {
             return None;
         }
-        if t == kind && len == 1 {
-            return Some(at + 2);
+        if head[field::TYPE] == kind && units == 1 {
+            return Some(at + field::LLADDR.start);
         }
-        at += usize::from(len) * 8;
+        at += usize::from(units) * option::UNIT;
     }
     None
 }
@@ -210,12 +234,12 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
     match field {
         Field::EthDst => {
             key.eth_dst = value.to_mac();
-            frame.put(0, &key.eth_dst);
+            frame.put(ethernet::field::DST.start, &key.eth_dst);
             return;
         }
         Field::EthSrc => {
             key.eth_src = value.to_mac();
-            frame.put(6, &key.eth_src);
+            frame.put(ethernet::field::SRC.start, &key.eth_src);
             return;
         }
         Field::EthType => {
@@ -238,71 +262,90 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
     };
     ensure_depth(frame, key, needed);
     let l3 = off(key.layout.l3);
-    let ipv4 = key.eth_type == 0x0800;
-    let ipv6 = key.eth_type == 0x86dd;
-    let arp = key.eth_type == 0x0806;
+    let is_ipv4 = key.eth_type == ethertype::IPV4;
+    let is_ipv6 = key.eth_type == ethertype::IPV6;
+    let is_arp = key.eth_type == ethertype::ARP;
     let v = value.0;
     match field {
-        Field::EthDst => {
-            frame.put(0, &value.to_mac());
-        }
-        Field::EthSrc => {
-            frame.put(6, &value.to_mac());
-        }
         Field::VlanVid | Field::VlanPcp => {
             let Some(vlan) = off(key.layout.vlan) else {
                 return;
             };
-            let Some(tci) = frame.get16(vlan + 2) else {
+            // `layout.vlan` is the outer tag's TPID; its TCI follows.
+            let tci_at = vlan + ETHERTYPE_LEN + tag::field::TCI.start;
+            let Some(tci) = frame.get16(tci_at) else {
                 return;
             };
             let tci = if field == Field::VlanVid {
-                (tci & 0xf000) | (v as u16 & 0x0fff)
+                (tci & !tag::VID_MASK) | (v as u16 & tag::VID_MASK)
             } else {
-                (tci & 0x1fff) | ((v as u16 & 7) << 13)
+                (tci & !tag::PCP_MASK) | (((v as u16) << tag::PCP_SHIFT) & tag::PCP_MASK)
             };
-            frame.put(vlan + 2, &tci.to_be_bytes());
-            key.vlan_vid = (tci & 0x0fff) | crate::key::OFPVID_PRESENT;
-            key.vlan_pcp = (tci >> 13) as u8;
+            frame.put(tci_at, &tci.to_be_bytes());
+            key.vlan_vid = (tci & tag::VID_MASK) | crate::key::OFPVID_PRESENT;
+            key.vlan_pcp = (tci >> tag::PCP_SHIFT) as u8;
             return;
         }
         Field::IpDscp | Field::IpEcn => {
             let Some(l3) = l3 else { return };
-            let Some(word) = frame.get16(l3) else { return };
-            let (shift, mask) = if field == Field::IpDscp {
-                (2, 0xfc)
-            } else {
-                (0, 0x03)
+            // The 16-bit word whose low byte is IPv4's DSCP and ECN, or holds IPv6's traffic
+            // class in its middle bits.
+            let Some(word) = frame.get16(l3 + ipv4::field::VER_TOS.start) else {
+                return;
             };
-            let bits = ((v as u16) << shift) & mask;
-            if ipv4 {
+            let mask = if field == Field::IpDscp {
+                ipv4::DSCP_MASK
+            } else {
+                ipv4::ECN_MASK
+            };
+            let shift = if field == Field::IpDscp {
+                ipv4::DSCP_SHIFT
+            } else {
+                0
+            };
+            let (mask, bits) = (u16::from(mask), ((v as u16) << shift) & u16::from(mask));
+            if is_ipv4 {
                 let new = (word & !mask) | bits;
-                set_ipv4_word(frame, l3, 0, new.to_be_bytes());
-            } else if ipv6 {
-                // Traffic class spans the low nibble of byte 0 and high nibble of byte 1.
-                let new = (word & !(mask << 4)) | (bits << 4);
-                frame.put(l3, &new.to_be_bytes());
+                set_ipv4_word(frame, l3, ipv4::field::VER_TOS, new.to_be_bytes());
+            } else if is_ipv6 {
+                let shift = ipv6::TC_SHIFT;
+                let new = (word & !(mask << shift)) | (bits << shift);
+                frame.put(l3 + ipv6::field::VER_TC.start, &new.to_be_bytes());
             } else {
                 return;
             }
         }
-        Field::TcpSrc | Field::UdpSrc | Field::SctpSrc => set_l4_port(frame, key, 0, v as u16),
-        Field::TcpDst | Field::UdpDst | Field::SctpDst => set_l4_port(frame, key, 2, v as u16),
-        Field::Icmpv4Type | Field::Icmpv6Type => set_icmp_byte(frame, key, 0, v as u8),
-        Field::Icmpv4Code | Field::Icmpv6Code => set_icmp_byte(frame, key, 1, v as u8),
-        Field::ArpOp | Field::ArpSpa | Field::ArpTpa | Field::ArpSha | Field::ArpTha if arp => {
+        Field::TcpSrc | Field::UdpSrc | Field::SctpSrc => {
+            set_l4_port(frame, key, ports::field::SRC, v as u16)
+        }
+        Field::TcpDst | Field::UdpDst | Field::SctpDst => {
+            set_l4_port(frame, key, ports::field::DST, v as u16)
+        }
+        Field::Icmpv4Type | Field::Icmpv6Type => {
+            set_icmp_byte(frame, key, icmp::field::TYPE, v as u8)
+        }
+        Field::Icmpv4Code | Field::Icmpv6Code => {
+            set_icmp_byte(frame, key, icmp::field::CODE, v as u8)
+        }
+        Field::ArpOp | Field::ArpSpa | Field::ArpTpa | Field::ArpSha | Field::ArpTha if is_arp => {
+            use crate::wire::arp::field as arp;
             let Some(l3) = l3 else { return };
             match field {
-                Field::ArpOp => frame.put(l3 + 6, &(v as u16).to_be_bytes()),
-                Field::ArpSha => frame.put(l3 + 8, &value.to_mac()),
-                Field::ArpSpa => frame.put(l3 + 14, &(v as u32).to_be_bytes()),
-                Field::ArpTha => frame.put(l3 + 18, &value.to_mac()),
-                _ => frame.put(l3 + 24, &(v as u32).to_be_bytes()),
+                Field::ArpOp => frame.put(l3 + arp::OPER.start, &(v as u16).to_be_bytes()),
+                Field::ArpSha => frame.put(l3 + arp::SHA.start, &value.to_mac()),
+                Field::ArpSpa => frame.put(l3 + arp::SPA.start, &(v as u32).to_be_bytes()),
+                Field::ArpTha => frame.put(l3 + arp::THA.start, &value.to_mac()),
+                _ => frame.put(l3 + arp::TPA.start, &(v as u32).to_be_bytes()),
             };
         }
-        Field::Ipv6Src | Field::Ipv6Dst if ipv6 => {
+        Field::Ipv6Src | Field::Ipv6Dst if is_ipv6 => {
             let Some(l3) = l3 else { return };
-            let at = l3 + if field == Field::Ipv6Src { 8 } else { 24 };
+            let addr = if field == Field::Ipv6Src {
+                ipv6::field::SRC
+            } else {
+                ipv6::field::DST
+            };
+            let at = l3 + addr.start;
             let Some(old) = frame.get_at::<16>(at) else {
                 return;
             };
@@ -310,20 +353,26 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             frame.put(at, &new);
             fix_l4_pseudo(frame, key, &old, &new);
         }
-        Field::Ipv6Flabel if ipv6 => {
+        Field::Ipv6Flabel if is_ipv6 => {
             let Some(l3) = l3 else { return };
-            let Some(old) = frame.get_at::<4>(l3) else {
+            let at = l3 + ipv6::field::VER_TC_FLOW.start;
+            let Some(old) = frame.get_at::<4>(at) else {
                 return;
             };
-            let word = (u32::from_be_bytes(old) & 0xfff0_0000) | (v as u32 & 0x000f_ffff);
-            frame.put(l3, &word.to_be_bytes());
+            let mask = ipv6::FLOW_LABEL_MASK;
+            let word = (u32::from_be_bytes(old) & !mask) | (v as u32 & mask);
+            frame.put(at, &word.to_be_bytes());
         }
         Field::Ipv6NdTarget => {
             let Some(l4) = off(key.layout.l4) else { return };
-            set_icmp6_bytes(frame, key, l4 + 8, &value.to_ipv6());
+            set_icmp6_bytes(frame, key, l4 + nd::field::TARGET.start, &value.to_ipv6());
         }
         Field::Ipv6NdSll | Field::Ipv6NdTll => {
-            let kind = if field == Field::Ipv6NdSll { 1 } else { 2 };
+            let kind = if field == Field::Ipv6NdSll {
+                nd::option::SOURCE_LLADDR
+            } else {
+                nd::option::TARGET_LLADDR
+            };
             let Some(at) = nd_option(frame, key, kind) else {
                 return;
             };
@@ -333,25 +382,26 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             let Some(m) = off(key.layout.mpls) else {
                 return;
             };
-            let Some(lse) = frame.get_at::<4>(m) else {
+            let Some(lse) = frame.get_at::<{ mpls::LEN }>(m) else {
                 return;
             };
-            let lse = u32::from_be_bytes(lse);
+            let lse = mpls::Lse::from_bytes(lse);
             let v = v as u32;
             let new = match field {
-                Field::MplsLabel => (lse & 0x0000_0fff) | ((v & 0xf_ffff) << 12),
-                Field::MplsTc => (lse & !(7 << 9)) | ((v & 7) << 9),
-                _ => (lse & !(1 << 8)) | ((v & 1) << 8),
+                Field::MplsLabel => lse.with_label(v),
+                Field::MplsTc => lse.with_tc(v),
+                _ => lse.with_bos(v),
             };
-            frame.put(m, &new.to_be_bytes());
+            frame.put(m, &new.0.to_be_bytes());
         }
         Field::PbbIsid => {
             let Some(p) = off(key.layout.pbb) else { return };
-            frame.put(p + 1, &(v as u32).to_be_bytes()[1..]);
+            let [_, isid @ ..] = (v as u32).to_be_bytes();
+            frame.put(p + pbb::field::ISID.start, &isid);
         }
         Field::Metadata | Field::TunnelId => {}
-        // IN_PORT, IN_PHY_PORT and IPV6_EXTHDR are not settable, and address fields of an
-        // absent protocol are ignored.
+        // IN_PORT, IN_PHY_PORT and IPV6_EXTHDR are not settable, the Ethernet addresses
+        // were set above, and address fields of an absent protocol are ignored.
         _ => return,
     }
     field.set_in(key, &value);
@@ -363,12 +413,15 @@ fn set_eth_type(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) {
     let Some(at) = off(key.layout.eth_type) else {
         return;
     };
+    // An 802.3 length field is followed by the LLC/SNAP header.
+    let llc = at + ETHERTYPE_LEN;
+    let snap_prefix = llc + snap::field::PREFIX.start..llc + snap::field::PREFIX.end;
     let at = match frame.get16(at) {
-        Some(t) if t >= 0x0600 => at,
-        // 802.3 length: the EtherType is the SNAP one; plain 802.2 frames have none.
-        Some(_) if frame.bytes().get(at + 2..at + 8) == Some(&[0xaa, 0xaa, 0x03, 0, 0, 0]) => {
-            at + 8
+        Some(t) if t >= ethertype::MIN => at,
+        Some(_) if frame.bytes().get(snap_prefix) == Some(&snap::PREFIX) => {
+            llc + snap::field::ETHERTYPE.start
         }
+        // A plain 802.2 frame has no EtherType.
         _ => return,
     };
     frame.put(at, &ethertype.to_be_bytes());
@@ -378,19 +431,25 @@ fn set_eth_type(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) {
 /// Offset of the byte holding the IPv6 packet's final next-header value (the fixed header's
 /// or the last extension header's), walked as the parser walks the chain.
 fn ipv6_proto_at(frame: &Frame<'_>, key: &FlowKey, l3: usize) -> Option<usize> {
-    let mut at = l3 + 6;
-    let mut next = l3 + 40;
-    for _ in 0..16 {
+    let mut at = l3 + ipv6::field::NEXT_HEADER;
+    let mut next = l3 + ipv6::HEADER_LEN;
+    for _ in 0..crate::parse::MAX_IPV6_EXT_HEADERS {
         let &nh = frame.bytes().get(at)?;
-        let len = match nh {
-            0 | 43 | 60 => (usize::from(*frame.bytes().get(next + 1)?) + 1) * 8,
-            51 => (usize::from(*frame.bytes().get(next + 1)?) + 2) * 4,
-            44 => 8,
-            _ => break,
-        };
-        at = next;
-        next += len;
-        if nh == 44 && frame.get16(at + 2)? & 0xfff8 != 0 {
+        let walked = matches!(
+            nh,
+            protocol::HOP_BY_HOP
+                | protocol::ROUTING
+                | protocol::DEST_OPTS
+                | protocol::AUTH
+                | protocol::FRAGMENT
+        );
+        if !walked {
+            break;
+        }
+        let eh = ipv6::ext::Ext::at(frame.bytes(), next)?;
+        at = next + ipv6::ext::field::NEXT_HEADER;
+        next += eh.len(nh);
+        if nh == protocol::FRAGMENT && eh.is_later_fragment() {
             // A later fragment: the parser stops at the fragment header.
             break;
         }
@@ -407,13 +466,13 @@ fn set_ip_proto(frame: &mut Frame<'_>, key: &mut FlowKey, proto: u8) {
     let Some(l3) = off(key.layout.l3) else { return };
     let old = key.ip_proto;
     match key.eth_type {
-        0x0800 => {
-            let Some([ttl, _]) = frame.get_at::<2>(l3 + 8) else {
+        ethertype::IPV4 => {
+            let Some([ttl, _]) = frame.get_at::<2>(l3 + ipv4::field::TTL_PROTOCOL.start) else {
                 return;
             };
-            set_ipv4_word(frame, l3, 8, [ttl, proto]);
+            set_ipv4_word(frame, l3, ipv4::field::TTL_PROTOCOL, [ttl, proto]);
         }
-        0x86dd => {
+        ethertype::IPV6 => {
             let Some(at) = ipv6_proto_at(frame, key, l3) else {
                 return;
             };
@@ -441,24 +500,28 @@ pub(crate) fn reparse(frame: &Frame<'_>, key: &mut FlowKey) {
     key.tunnel_id = tunnel;
 }
 
-pub(crate) fn push_vlan(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16) -> bool {
+/// Where a pushed VLAN tag goes: in place of the Ethernet header's EtherType, which moves
+/// behind it.
+const VLAN_TAG_AT: usize = ethernet::field::ETHERTYPE.start;
+
+pub(crate) fn push_vlan(frame: &mut Frame<'_>, key: &mut FlowKey, tpid: u16) -> bool {
     // The new tag copies VID and PCP from an existing outer tag (OpenFlow 1.3 sec. 5.12.1).
     let tci = off(key.layout.vlan)
-        .and_then(|v| frame.get16(v + 2))
+        .and_then(|v| frame.get16(v + ETHERTYPE_LEN + tag::field::TCI.start))
         .unwrap_or(0);
-    if !frame.insert_gap(12, 4) {
+    let tag_len = ETHERTYPE_LEN + tag::field::TCI.end;
+    if !frame.insert_gap(VLAN_TAG_AT, tag_len) {
         return false;
     }
-    let mut tag = [0u8; 4];
-    tag[..2].copy_from_slice(&ethertype.to_be_bytes());
-    tag[2..].copy_from_slice(&tci.to_be_bytes());
-    frame.put(12, &tag);
+    frame.put(VLAN_TAG_AT, &tpid.to_be_bytes());
+    frame.put(VLAN_TAG_AT + ETHERTYPE_LEN, &tci.to_be_bytes());
     reparse(frame, key);
     true
 }
 
 pub(crate) fn pop_vlan(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
-    if off(key.layout.vlan).is_none() || !frame.remove_gap(12, 4) {
+    let tag_len = ETHERTYPE_LEN + tag::field::TCI.end;
+    if off(key.layout.vlan).is_none() || !frame.remove_gap(VLAN_TAG_AT, tag_len) {
         return false;
     }
     frame.pad_to_minimum();
@@ -471,18 +534,20 @@ pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16
     let Some(et) = off(key.layout.eth_type) else {
         return false;
     };
-    let lse = match off(key.layout.mpls).and_then(|m| frame.get_at::<4>(m)) {
-        Some(top) => u32::from_be_bytes(top) & !(1 << 8),
+    let lse = match off(key.layout.mpls).and_then(|m| frame.get_at::<{ mpls::LEN }>(m)) {
+        Some(top) => mpls::Lse::from_bytes(top).with_bos(0),
         // A first label takes the IP TTL; without an IP header the TTL, like every field
         // with nothing to copy from, starts at zero (OpenFlow 1.3 section 5.12.1; Open
         // vSwitch uses 64 there).
-        None => (1 << 8) | u32::from(key.layout.ip_ttl),
+        None => mpls::Lse(0).with_bos(1).with_ttl(key.layout.ip_ttl),
     };
-    if !frame.insert_gap(et + 2, 4) {
+    // The label goes right after the EtherType, which becomes MPLS's.
+    let label_at = et + ETHERTYPE_LEN;
+    if !frame.insert_gap(label_at, mpls::LEN) {
         return false;
     }
     frame.put(et, &ethertype.to_be_bytes());
-    frame.put(et + 2, &lse.to_be_bytes());
+    frame.put(label_at, &lse.0.to_be_bytes());
     reparse(frame, key);
     true
 }
@@ -493,7 +558,7 @@ pub(crate) fn pop_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16)
     };
     frame.put(et, &ethertype.to_be_bytes());
     // The moved bytes end with the EtherType we just wrote.
-    if !frame.remove_gap(m, 4) {
+    if !frame.remove_gap(m, mpls::LEN) {
         return false;
     }
     frame.pad_to_minimum();
@@ -507,19 +572,18 @@ pub(crate) fn push_pbb(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16)
     } else {
         0
     };
-    let Some(macs) = frame
-        .bytes()
-        .get(..12)
-        .and_then(|m| <[u8; 12]>::try_from(m).ok())
-    else {
+    const MACS: usize = ethernet::field::SRC.end;
+    let Some(macs) = frame.get_at::<MACS>(ethernet::field::DST.start) else {
         return false;
     };
-    if !frame.insert_gap(0, 18) {
+    if !frame.insert_gap(0, pbb::PUSH_LEN) {
         return false;
     }
-    frame.put(0, &macs);
-    frame.put(12, &ethertype.to_be_bytes());
-    frame.put(14, &(isid & 0x00ff_ffff).to_be_bytes());
+    frame.put(ethernet::field::DST.start, &macs);
+    frame.put(ethernet::field::ETHERTYPE.start, &ethertype.to_be_bytes());
+    // The I-TAG, its flags zero.
+    let itag = ethernet::HEADER_LEN + pbb::field::FLAGS;
+    frame.put(itag, &(isid & pbb::ISID_MASK).to_be_bytes());
     reparse(frame, key);
     true
 }
@@ -528,7 +592,7 @@ pub(crate) fn pop_pbb(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
     let Some(p) = off(key.layout.pbb) else {
         return false;
     };
-    if !frame.remove_front(p + 4) {
+    if !frame.remove_front(p + pbb::TAG_LEN) {
         return false;
     }
     frame.pad_to_minimum();
@@ -540,8 +604,8 @@ pub(crate) fn pop_pbb(frame: &mut Frame<'_>, key: &mut FlowKey) -> bool {
 fn ip_ttl_at(key: &FlowKey) -> Option<(usize, bool)> {
     let l3 = off(key.layout.l3)?;
     match key.eth_type {
-        0x0800 => Some((l3 + 8, true)),
-        0x86dd => Some((l3 + 7, false)),
+        ethertype::IPV4 => Some((l3 + ipv4::field::TTL, true)),
+        ethertype::IPV6 => Some((l3 + ipv6::field::HOP_LIMIT, false)),
         _ => None,
     }
 }
@@ -556,18 +620,15 @@ fn write_ip_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
 #[inline(always)]
 fn write_ttl_at(frame: &mut Frame<'_>, key: &mut FlowKey, (at, v4): (usize, bool), ttl: u8) {
     if v4 {
-        // TTL and protocol form one 16-bit word of the header; the checksum follows it.
-        let Some(h) = frame
-            .bytes_mut()
-            .get_mut(at..)
-            .and_then(|h| h.first_chunk_mut::<4>())
-        else {
+        // TTL and protocol form one 16-bit word of the header checksum.
+        let l3 = at - ipv4::field::TTL;
+        let Some(mut ip) = ipv4::Header::at_mut(frame.bytes_mut(), l3) else {
             return;
         };
-        let old = u16::from_be_bytes([h[0], h[1]]);
-        let new = (u16::from(ttl) << 8) | u16::from(h[1]);
-        let c = update16(u16::from_be_bytes([h[2], h[3]]), old, new).to_be_bytes();
-        (h[0], h[2], h[3]) = (ttl, c[0], c[1]);
+        let old = ip.word(ipv4::field::TTL_PROTOCOL);
+        let new = [ttl, ip.protocol()];
+        ip.set_word(ipv4::field::TTL_PROTOCOL, new);
+        ip.set_checksum(update16(ip.checksum(), old, u16::from_be_bytes(new)));
     } else {
         frame.put(at, &[ttl]);
     }
@@ -598,7 +659,7 @@ fn write_mpls_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
     let Some(m) = off(key.layout.mpls) else {
         return;
     };
-    frame.put(m + 3, &[ttl]);
+    frame.put(m + mpls::field::TTL, &[ttl]);
     key.layout.mpls_ttl = ttl;
 }
 
@@ -623,13 +684,14 @@ pub(crate) fn dec_mpls_ttl(frame: &mut Frame<'_>, key: &mut FlowKey) -> Result<(
 fn inner_ttl_at(frame: &Frame<'_>, key: &FlowKey) -> Option<(usize, bool)> {
     let m = off(key.layout.mpls)?;
     if key.mpls_bos == 0 {
-        frame.bytes().get(m + 7)?;
-        return Some((m + 7, false));
+        let next_ttl = m + mpls::LEN + mpls::field::TTL;
+        frame.bytes().get(next_ttl)?;
+        return Some((next_ttl, false));
     }
     let l3 = off(key.layout.l3)?;
-    match frame.bytes().get(l3)? >> 4 {
-        4 => Some((l3 + 8, true)),
-        6 => Some((l3 + 7, false)),
+    match crate::wire::ip::version(*frame.bytes().get(l3)?) {
+        ipv4::VERSION => Some((l3 + ipv4::field::TTL, true)),
+        ipv6::VERSION => Some((l3 + ipv6::field::HOP_LIMIT, false)),
         _ => None,
     }
 }
@@ -652,14 +714,11 @@ pub(crate) fn copy_ttl_in(frame: &mut Frame<'_>, key: &mut FlowKey) {
     };
     let ttl = key.layout.mpls_ttl;
     if v4 {
-        let Some(word) = frame.get16(at) else { return };
-        let l3 = at - 8;
-        set_ipv4_word(
-            frame,
-            l3,
-            8,
-            ((u16::from(ttl) << 8) | (word & 0xff)).to_be_bytes(),
-        );
+        let Some([_, proto]) = frame.get_at::<2>(at) else {
+            return;
+        };
+        let l3 = at - ipv4::field::TTL;
+        set_ipv4_word(frame, l3, ipv4::field::TTL_PROTOCOL, [ttl, proto]);
     } else {
         frame.put(at, &[ttl]);
     }

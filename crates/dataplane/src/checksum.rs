@@ -5,12 +5,15 @@
 //! A "sum" is an unfolded ones'-complement accumulator (`u64`); fold it with [`fold`] and
 //! complement it to get the checksum field. All functions are total: they take any bytes.
 
+use crate::wire::ip::protocol;
+use crate::wire::{ipv4, sctp, udp};
+
 /// IP protocol numbers whose checksum covers a pseudo-header.
-pub const IPPROTO_TCP: u8 = 6;
+pub const IPPROTO_TCP: u8 = protocol::TCP;
 /// UDP.
-pub const IPPROTO_UDP: u8 = 17;
+pub const IPPROTO_UDP: u8 = protocol::UDP;
 /// ICMPv6.
-pub const IPPROTO_ICMPV6: u8 = 58;
+pub const IPPROTO_ICMPV6: u8 = protocol::ICMPV6;
 
 /// Adds `data` (as big-endian 16-bit words, an odd last byte padded with zero) to `acc`.
 #[inline]
@@ -43,11 +46,11 @@ pub fn checksum(data: &[u8]) -> u16 {
 }
 
 /// IPv4 header checksum of `header` (the whole header with options), skipping the checksum
-/// field itself (bytes 10..12). `None` if the header is shorter than 20 bytes.
+/// field itself. `None` if the header is shorter than 20 bytes.
 pub fn ipv4_header(header: &[u8]) -> Option<u16> {
-    let before = header.get(..10)?;
-    let after = header.get(12..)?;
-    if header.len() < 20 {
+    let before = header.get(..ipv4::field::CHECKSUM.start)?;
+    let after = header.get(ipv4::field::CHECKSUM.end..)?;
+    if header.len() < ipv4::HEADER_LEN {
         return None;
     }
     Some(!fold(add(add(0, before), after)))
@@ -77,7 +80,7 @@ pub fn transport(segment: &[u8], csum_at: usize, pseudo: u64, proto: u8) -> Opti
     }
     let c = !fold(add(add(pseudo, before), after));
     Some(if proto == IPPROTO_UDP && c == 0 {
-        0xffff
+        udp::CHECKSUM_OF_ZERO
     } else {
         c
     })
@@ -136,7 +139,7 @@ pub fn update8(csum: u16, old: u8, new: u8, high: bool) -> u16 {
 pub fn udp_fixup(old_csum: u16, updated: u16) -> u16 {
     match (old_csum, updated) {
         (0, _) => 0,
-        (_, 0) => 0xffff,
+        (_, 0) => udp::CHECKSUM_OF_ZERO,
         (_, c) => c,
     }
 }
@@ -213,12 +216,13 @@ pub fn crc32c(data: &[u8]) -> u32 {
 }
 
 /// The SCTP checksum of a whole SCTP packet (common header and chunks): the CRC32c computed
-/// with the checksum field (bytes 8..12) taken as zero. SCTP stores it least significant byte
+/// with the checksum field taken as zero. SCTP stores it least significant byte
 /// first, i.e. as `to_le_bytes()`. `None` if `packet` is shorter than the common header.
 pub fn sctp(packet: &[u8]) -> Option<u32> {
-    let head = packet.get(..8)?;
-    let rest = packet.get(12..)?;
-    Some(crc32c_append(crc32c_append(crc32c(head), &[0; 4]), rest))
+    let head = packet.get(..sctp::field::CHECKSUM.start)?;
+    let rest = packet.get(sctp::field::CHECKSUM.end..)?;
+    let field = [0; sctp::field::CHECKSUM.end - sctp::field::CHECKSUM.start];
+    Some(crc32c_append(crc32c_append(crc32c(head), &field), rest))
 }
 
 #[cfg(test)]

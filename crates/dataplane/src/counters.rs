@@ -27,31 +27,32 @@ impl ShardLease {
     }
 
     fn exclusive(&self) -> bool {
-        Shard(self.index).exclusive()
+        self.shard().exclusive()
     }
 
     /// The shard to write, as a value the hot path keeps in a register.
     #[inline(always)]
     pub fn shard(&self) -> Shard {
-        Shard(self.index)
+        Shard::new(self.index)
     }
 }
 
-/// The shard a lease writes (a copy: reading it costs no load through the lease).
+/// The shard a lease writes (a copy: reading it costs no load through the lease), as the
+/// distance in cells from a pair's shard-0 cell to its cell of this shard, so that a count
+/// adds it and nothing else.
 #[derive(Clone, Copy, Debug)]
 pub struct Shard(usize);
 
 impl Shard {
+    /// The shard of index `index` (taken modulo [`SHARDS`]).
+    fn new(index: usize) -> Self {
+        Shard((index % SHARDS) * CHUNK_PAIRS)
+    }
+
     /// Whether no other reader writes this shard (plain load + store suffice).
     #[inline(always)]
     fn exclusive(self) -> bool {
-        self.0 < SHARDS - 1
-    }
-
-    /// The shard's index, which the compiler knows is in range.
-    #[inline(always)]
-    fn index(self) -> usize {
-        self.0 % SHARDS
+        self.0 < (SHARDS - 1) * CHUNK_PAIRS
     }
 }
 
@@ -180,6 +181,13 @@ struct Chunk {
     shards: [[Cell; CHUNK_PAIRS]; SHARDS],
 }
 
+/// Chunks allocated at once: 2 MiB, so that an allocator that gives large blocks huge pages
+/// (`crate::hugepages`, as the daemon does) puts a 100K-flow table's counters on a few of
+/// them instead of in hundreds of 4 KiB pages, each a TLB miss for a packet that counts on a
+/// rule at random. The block is allocated zeroed (zero is every cell's start), so untouched
+/// chunks cost no memory where the allocator maps fresh pages.
+const SLAB_CHUNKS: usize = 128;
+
 /// Free cells of all counter pairs of the process. Chunks are allocated on demand and never
 /// freed (a dropped pair's cells go back on this list), so a cell reference is `'static` and
 /// the datapath keeps a bare pointer to it.
@@ -195,10 +203,13 @@ impl CounterCell {
     fn alloc() -> Self {
         let mut free = FREE_CELLS.lock().unwrap_or_else(PoisonError::into_inner);
         if free.is_empty() {
-            let chunk: &'static Chunk = Box::leak(Box::new(Chunk {
-                shards: std::array::from_fn(|_| std::array::from_fn(|_| Cell::default())),
-            }));
-            free.extend(chunk.shards[0].iter().rev().map(CounterCell));
+            // SAFETY: a `Chunk` is atomics all the way down, for which all-zero bytes are a
+            // valid value (zero counts).
+            let slab = unsafe { Box::<[Chunk]>::new_zeroed_slice(SLAB_CHUNKS).assume_init() };
+            let slab: &'static [Chunk] = Box::leak(slab);
+            for chunk in slab.iter().rev() {
+                free.extend(chunk.shards[0].iter().rev().map(CounterCell));
+            }
         }
         let cell = free
             .pop()
@@ -213,21 +224,22 @@ impl CounterCell {
 
     /// The cell of `shard`.
     #[inline(always)]
-    fn shard(self, shard: usize) -> &'static Cell {
+    fn shard(self, shard: Shard) -> &'static Cell {
         // SAFETY: `self.0` is `shards[0][slot]` of a leaked `Chunk`, whose `repr(C)` rows of
-        // `CHUNK_PAIRS` cells follow each other: `shards[shard][slot]` lies `shard *
-        // CHUNK_PAIRS` cells further, inside the chunk for `shard < SHARDS`.
-        unsafe { &*std::ptr::from_ref(self.0).add((shard % SHARDS) * CHUNK_PAIRS) }
+        // `CHUNK_PAIRS` cells follow each other: `shards[s][slot]` lies `s * CHUNK_PAIRS`
+        // cells further, which is `shard.0` (`Shard::new`, its only constructor, makes it so
+        // for an `s` below `SHARDS`), inside the chunk.
+        unsafe { &*std::ptr::from_ref(self.0).add(shard.0) }
     }
 
     fn shards(self) -> impl Iterator<Item = &'static Cell> {
-        (0..SHARDS).map(move |s| self.shard(s))
+        (0..SHARDS).map(move |s| self.shard(Shard::new(s)))
     }
 
     /// Hints the CPU to load the cell of `shard`.
     #[inline(always)]
     pub(crate) fn prefetch(self, shard: Shard) {
-        crate::classifier::hash::prefetch_read(self.shard(shard.index()));
+        crate::classifier::hash::prefetch_read(self.shard(shard));
     }
 
     /// Counts a packet of `bytes` in the cell of `shard`.
@@ -239,8 +251,7 @@ impl CounterCell {
     /// Adds to the cell of `shard`.
     #[inline(always)]
     pub(crate) fn add(self, shard: Shard, packets: u64, bytes: u64) {
-        self.shard(shard.index())
-            .add(packets, bytes, shard.exclusive());
+        self.shard(shard).add(packets, bytes, shard.exclusive());
     }
 }
 
@@ -384,7 +395,7 @@ mod tests {
     fn no_two_shards_of_a_pair_share_a_cache_line() {
         let pair = ShardedPair::default();
         let lines: Vec<usize> = (0..SHARDS)
-            .map(|s| core::ptr::from_ref(pair.cell().shard(s)) as usize / 64)
+            .map(|s| core::ptr::from_ref(pair.cell().shard(Shard::new(s))) as usize / 64)
             .collect();
         for (i, a) in lines.iter().enumerate() {
             assert!(lines.iter().skip(i + 1).all(|b| b != a), "{lines:?}");

@@ -6,9 +6,9 @@
 //! allocation of [`THRESHOLD`] bytes or more with 2 MiB pages, which Debian's default
 //! transparent-huge-page mode (`madvise`) grants only on request. Such allocations start on
 //! a 2 MiB boundary and grow by moving to a new advised block: advice on a block the
-//! allocator placed anywhere, or grew in place, left most of a 100K-flow table in 4 KiB
-//! pages (45 of 155 MiB on huge pages at L3/100K in the Table II benchmark; 158 of 203 MiB
-//! now, the rest small allocations). Binaries that run a datapath install it with
+//! allocator placed anywhere, or grew in place, leaves most of a 100K-flow table in 4 KiB
+//! pages (at L3/100K in the Table II benchmark, 45 of 155 MiB on huge pages that way against
+//! 158 of 203 MiB this way, the rest small allocations). Binaries that run a datapath install it with
 //! `#[global_allocator]`. Where the kernel has no transparent huge pages the advice fails
 //! and nothing changes.
 

@@ -35,3 +35,4 @@ mod program;
 pub mod shared;
 mod snapshot;
 pub mod template;
+mod wire;

@@ -1,31 +1,22 @@
 //! Packet parser: fills a [`FlowKey`] from a frame, in stages (L2, L3, L4) so the pipeline
 //! parses only as deep as its tables need and can resume later with [`parse_deeper`].
 //!
-//! Every read is a checked slice of the frame; no length field is trusted. Semantics follow
-//! Open vSwitch where OpenFlow is silent: fields of a header are filled only once the header
-//! is known valid; a non-first IP fragment has no L4 fields; the first fragment has them.
+//! Every read is a checked slice of the frame, through the header views of [`crate::wire`];
+//! no length field is trusted. Semantics follow Open vSwitch where OpenFlow is silent: fields
+//! of a header are filled only once the header is known valid; a non-first IP fragment has no
+//! L4 fields; the first fragment has them.
 
 use crate::key::{exthdr, frag, FlowKey, Layout, ParseDepth, NO_OFFSET, OFPVID_PRESENT};
+use crate::wire::ethernet::{self, ethertype, snap, tag};
+use crate::wire::icmp::{self, nd};
+use crate::wire::ip::{ports, protocol};
+use crate::wire::{arp, bytes_at, get, get16, ipv4, ipv6, mpls, pbb, sctp, tcp, udp};
 
-const ETH_TYPE_IPV4: u16 = 0x0800;
-const ETH_TYPE_ARP: u16 = 0x0806;
-const ETH_TYPE_VLAN: u16 = 0x8100;
-const ETH_TYPE_QINQ: u16 = 0x88a8;
-const ETH_TYPE_IPV6: u16 = 0x86dd;
-const ETH_TYPE_MPLS: u16 = 0x8847;
-const ETH_TYPE_MPLS_MCAST: u16 = 0x8848;
-const ETH_TYPE_PBB: u16 = 0x88e7;
 /// EtherType OpenFlow reports for 802.3 frames without a SNAP EtherType.
-pub const ETH_TYPE_NOT_ETH: u16 = 0x05ff;
-
-const IPPROTO_ICMP: u8 = 1;
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
-const IPPROTO_ICMPV6: u8 = 58;
-const IPPROTO_SCTP: u8 = 132;
+pub const ETH_TYPE_NOT_ETH: u16 = ethertype::NOT_ETH;
 
 /// Longest IPv6 extension-header chain walked before giving up (bounds per-packet work).
-const MAX_IPV6_EXT_HEADERS: usize = 16;
+pub(crate) const MAX_IPV6_EXT_HEADERS: usize = 16;
 
 macro_rules! parse_errors {
     ($( $(#[$doc:meta])* $v:ident, )*) => {
@@ -191,6 +182,11 @@ fn parse_staged(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> ParseOutcom
     parse_deeper(pkt, depth, key)
 }
 
+/// Where the headers of a plain frame start: an untagged Ethernet II header, then IPv4
+/// without options, then the transport header.
+const PLAIN_L3: usize = ethernet::HEADER_LEN;
+const PLAIN_L4: usize = PLAIN_L3 + ipv4::HEADER_LEN;
+
 /// The most common frames in straight-line code: untagged Ethernet II (no MPLS or PBB)
 /// when only L2 is needed, and deeper an IPv4 header without options that is not a fragment
 /// with its UDP or TCP ports. Fills exactly what the staged parser would (through the
@@ -199,79 +195,92 @@ fn parse_staged(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> ParseOutcom
 #[inline(always)]
 fn parse_plain(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> Option<ParseOutcome> {
     if depth == ParseDepth::L2 {
-        let eth = chunk::<14>(pkt, 0)?;
-        let ty = be16(eth[12], eth[13]);
+        let eth = ethernet::Header::at(pkt, 0)?;
+        let ty = eth.ethertype();
         let stacked = matches!(
             ty,
-            ETH_TYPE_VLAN | ETH_TYPE_QINQ | ETH_TYPE_MPLS | ETH_TYPE_MPLS_MCAST | ETH_TYPE_PBB
+            ethertype::VLAN
+                | ethertype::QINQ
+                | ethertype::MPLS
+                | ethertype::MPLS_MCAST
+                | ethertype::PBB
         );
-        if ty < 0x0600 || stacked || pkt.len() >= usize::from(NO_OFFSET) {
+        if ty < ethertype::MIN || stacked || pkt.len() >= usize::from(NO_OFFSET) {
             return None;
         }
         fill_plain_l2(key, eth, ty);
         return Some(Ok(()));
     }
-    let h = chunk::<34>(pkt, 0)?;
-    let total = usize::from(be16(h[16], h[17]));
-    let plain = h[12] == 0x08
-        && h[13] == 0x00
-        && h[14] == 0x45
-        && be16(h[20], h[21]) & 0x3fff == 0
-        && total >= 20
-        && total <= pkt.len() - 14
+    // Both headers with one bounds check.
+    let h = bytes_at::<PLAIN_L4>(pkt, 0)?;
+    let (Some(eth), Some(ip)) = (h.first_chunk(), h.last_chunk()) else {
+        return None;
+    };
+    let (eth, ip) = (ethernet::Header::new(eth), ipv4::Header::new(ip));
+    let total = usize::from(ip.total_len());
+    let plain = eth.ethertype() == ethertype::IPV4
+        && ip.ver_ihl() == ipv4::VER_IHL_PLAIN
+        && !ip.is_fragment()
+        && total >= ipv4::HEADER_LEN
+        && total <= pkt.len() - PLAIN_L3
         && pkt.len() < usize::from(NO_OFFSET);
     if !plain {
         return None;
     }
-    let (Some(eth), Some(ip)) = (h.first_chunk::<14>(), h.last_chunk::<20>()) else {
-        return None;
-    };
-    fill_plain_l2(key, eth, ETH_TYPE_IPV4);
+    fill_plain_l2(key, eth, ethertype::IPV4);
     key.layout.depth = depth;
-    fill_ipv4(key, ip, 14, total);
-    key.layout.l4 = 34;
+    fill_ipv4(key, ip, PLAIN_L3, total);
+    key.layout.l4 = PLAIN_L4 as u16;
     if depth == ParseDepth::L3 {
         return Some(Ok(()));
     }
     // UDP and TCP whose header lies inside the IP packet; anything else (and any error)
     // through the staged L4 parser.
-    let ip = pkt.get(..14 + total).unwrap_or(pkt);
+    let packet = pkt.get(..PLAIN_L3 + total).unwrap_or(pkt);
     // Decided by arithmetic, not by a branch per protocol: a mix of TCP and UDP in no pattern
     // would mispredict one. `header` is the transport header's length (TCP's data offset).
-    let tcp = h[23] == IPPROTO_TCP;
-    let data_off = usize::from(ip.get(46).copied().unwrap_or(0) >> 4) * 4;
-    let header = core::hint::select_unpredictable(tcp, data_off, 8);
-    let known = tcp | (h[23] == IPPROTO_UDP);
-    let fits = header >= 8 + 12 * usize::from(tcp) && 34 + header <= ip.len();
-    match chunk::<4>(ip, 34).filter(|_| known & fits) {
-        Some(ports) => {
-            set_ports(key, ports);
+    let proto = ip.protocol();
+    let is_tcp = proto == protocol::TCP;
+    let data_off = packet.get(PLAIN_L4 + tcp::field::DATA_OFF).copied();
+    let tcp_len = tcp::header_len(data_off.unwrap_or(0));
+    let header = core::hint::select_unpredictable(is_tcp, tcp_len, udp::HEADER_LEN);
+    let known = is_tcp | (proto == protocol::UDP);
+    let least = udp::HEADER_LEN + (tcp::HEADER_LEN - udp::HEADER_LEN) * usize::from(is_tcp);
+    let fits = header >= least && PLAIN_L4 + header <= packet.len();
+    match bytes_at::<{ ports::LEN }>(packet, PLAIN_L4).filter(|_| known & fits) {
+        Some(p) => {
+            set_ports(key, p);
             Some(Ok(()))
         }
         None => Some(parse_l4(pkt, key)),
     }
 }
 
-/// The key fields of the IPv4 header `h` at `l3`, of an IP packet `total` bytes long.
+/// The key fields of the IPv4 header `ip` at `l3`, of an IP packet `total` bytes long.
 #[inline(always)]
-fn fill_ipv4(key: &mut FlowKey, h: &[u8; 20], l3: usize, total: usize) {
-    key.ip_dscp = h[1] >> 2;
-    key.ip_ecn = h[1] & 3;
-    key.ip_proto = h[9];
-    key.ipv4_src = be32(h[12], h[13], h[14], h[15]);
-    key.ipv4_dst = be32(h[16], h[17], h[18], h[19]);
-    key.layout.ip_ttl = h[8];
+fn fill_ipv4(
+    key: &mut FlowKey,
+    ip: ipv4::Header<&[u8; ipv4::HEADER_LEN]>,
+    l3: usize,
+    total: usize,
+) {
+    key.ip_dscp = ip.dscp();
+    key.ip_ecn = ip.ecn();
+    key.ip_proto = ip.protocol();
+    key.ipv4_src = ip.src();
+    key.ipv4_dst = ip.dst();
+    key.layout.ip_ttl = ip.ttl();
     key.layout.l3_end = off16(l3 + total);
 }
 
 /// The key of an untagged Ethernet II header with EtherType `ty` (what `parse_l2` gives it).
 #[inline(always)]
-fn fill_plain_l2(key: &mut FlowKey, eth: &[u8; 14], ty: u16) {
-    key.eth_dst = sub(eth, 0);
-    key.eth_src = sub(eth, 6);
+fn fill_plain_l2(key: &mut FlowKey, eth: ethernet::Header<&[u8; ethernet::HEADER_LEN]>, ty: u16) {
+    key.eth_dst = eth.dst();
+    key.eth_src = eth.src();
     key.eth_type = ty;
-    key.layout.eth_type = 12;
-    key.layout.l3 = 14;
+    key.layout.eth_type = ethernet::field::ETHERTYPE.start as u16;
+    key.layout.l3 = PLAIN_L3 as u16;
 }
 
 /// Continues parsing a key already filled by [`parse_to`] on the same frame down to
@@ -294,30 +303,6 @@ pub fn parse_deeper(pkt: &[u8], depth: ParseDepth, key: &mut FlowKey) -> ParseOu
     Ok(())
 }
 
-/// `N` bytes at `at`, if all are inside `pkt`.
-#[inline(always)]
-fn chunk<const N: usize>(pkt: &[u8], at: usize) -> Option<&[u8; N]> {
-    pkt.get(at..)?.first_chunk::<N>()
-}
-
-/// Copies `M` bytes at constant offset `at` out of a header already bounds-checked as `[u8; N]`.
-#[inline(always)]
-fn sub<const N: usize, const M: usize>(h: &[u8; N], at: usize) -> [u8; M] {
-    let mut out = [0u8; M];
-    out.copy_from_slice(&h[at..at + M]);
-    out
-}
-
-#[inline(always)]
-fn be16(a: u8, b: u8) -> u16 {
-    u16::from_be_bytes([a, b])
-}
-
-#[inline(always)]
-fn be32(a: u8, b: u8, c: u8, d: u8) -> u32 {
-    u32::from_be_bytes([a, b, c, d])
-}
-
 /// Offset as stored in [`crate::key::Layout`]; frames are shorter than `NO_OFFSET` bytes.
 #[inline(always)]
 fn off16(off: usize) -> u16 {
@@ -327,48 +312,49 @@ fn off16(off: usize) -> u16 {
 /// Ethernet, VLAN tags, LLC/SNAP, then the top MPLS label or the PBB I-TAG.
 #[inline]
 fn parse_l2(pkt: &[u8], key: &mut FlowKey) -> ParseOutcome {
-    let eth = chunk::<14>(pkt, 0).ok_or(ParseError::TruncatedEthernet)?;
-    key.eth_dst = sub(eth, 0);
-    key.eth_src = sub(eth, 6);
-    let mut ty = be16(eth[12], eth[13]);
-    let mut off = 14usize;
+    let eth = ethernet::Header::at(pkt, 0).ok_or(ParseError::TruncatedEthernet)?;
+    key.eth_dst = eth.dst();
+    key.eth_src = eth.src();
+    let mut ty = eth.ethertype();
+    let mut off = ethernet::HEADER_LEN;
 
-    if ty == ETH_TYPE_VLAN || ty == ETH_TYPE_QINQ {
-        key.layout.vlan = 12;
+    if ty == ethertype::VLAN || ty == ethertype::QINQ {
+        key.layout.vlan = ethernet::field::ETHERTYPE.start as u16;
         let mut first = true;
-        while ty == ETH_TYPE_VLAN || ty == ETH_TYPE_QINQ {
-            let tag = chunk::<4>(pkt, off).ok_or(ParseError::TruncatedVlan)?;
+        while ty == ethertype::VLAN || ty == ethertype::QINQ {
+            let t = tag::Tag::at(pkt, off).ok_or(ParseError::TruncatedVlan)?;
             if first {
-                let tci = be16(tag[0], tag[1]);
-                key.vlan_vid = (tci & 0x0fff) | OFPVID_PRESENT;
-                key.vlan_pcp = (tci >> 13) as u8;
+                let tci = t.tci();
+                key.vlan_vid = (tci & tag::VID_MASK) | OFPVID_PRESENT;
+                key.vlan_pcp = (tci >> tag::PCP_SHIFT) as u8;
                 first = false;
             }
             key.layout.vlan_tags = key.layout.vlan_tags.saturating_add(1);
-            ty = be16(tag[2], tag[3]);
-            off += 4;
+            ty = t.ethertype();
+            off += tag::LEN;
         }
     }
-    key.layout.eth_type = off16(off - 2);
+    // The EtherType field before `off` (the last tag's, or the Ethernet header's).
+    key.layout.eth_type = off16(off - ethernet::ETHERTYPE_LEN);
 
-    if ty < 0x0600 {
-        match chunk::<8>(pkt, off) {
-            Some(&[0xaa, 0xaa, 0x03, 0, 0, 0, a, b]) => {
-                ty = be16(a, b);
-                off += 8;
+    if ty < ethertype::MIN {
+        match bytes_at::<{ snap::LEN }>(pkt, off) {
+            Some(llc) if get::<_, 6>(llc, snap::field::PREFIX) == snap::PREFIX => {
+                ty = get16(llc, snap::field::ETHERTYPE);
+                off += snap::LEN;
             }
-            _ => ty = ETH_TYPE_NOT_ETH,
+            _ => ty = ethertype::NOT_ETH,
         }
     }
     key.eth_type = ty;
 
     match ty {
-        ETH_TYPE_MPLS | ETH_TYPE_MPLS_MCAST => parse_mpls(pkt, off, key),
-        ETH_TYPE_PBB => {
-            let tag = chunk::<4>(pkt, off).ok_or(ParseError::TruncatedPbb)?;
+        ethertype::MPLS | ethertype::MPLS_MCAST => parse_mpls(pkt, off, key),
+        ethertype::PBB => {
+            let itag = bytes_at::<{ pbb::TAG_LEN }>(pkt, off).ok_or(ParseError::TruncatedPbb)?;
             key.layout.pbb = off16(off);
-            key.pbb_isid = be32(0, tag[1], tag[2], tag[3]);
-            key.layout.l3 = off16(off + 4);
+            key.pbb_isid = pbb::isid(itag);
+            key.layout.l3 = off16(off + pbb::TAG_LEN);
             Ok(())
         }
         _ => {
@@ -381,19 +367,19 @@ fn parse_l2(pkt: &[u8], key: &mut FlowKey) -> ParseOutcome {
 /// Top label into the key; walks to the bottom of stack so `layout.l3` is the payload.
 #[inline]
 fn parse_mpls(pkt: &[u8], mut off: usize, key: &mut FlowKey) -> ParseOutcome {
-    let top = chunk::<4>(pkt, off).ok_or(ParseError::TruncatedMpls)?;
-    let lse = be32(top[0], top[1], top[2], top[3]);
+    let top = bytes_at::<{ mpls::LEN }>(pkt, off).ok_or(ParseError::TruncatedMpls)?;
+    let lse = mpls::Lse::from_bytes(*top);
     key.layout.mpls = off16(off);
-    key.mpls_label = lse >> 12;
-    key.mpls_tc = ((lse >> 9) & 7) as u8;
-    key.mpls_bos = ((lse >> 8) & 1) as u8;
-    key.layout.mpls_ttl = lse as u8;
+    key.mpls_label = lse.label();
+    key.mpls_tc = lse.tc();
+    key.mpls_bos = lse.bos();
+    key.layout.mpls_ttl = lse.ttl();
     let mut bos = key.mpls_bos != 0;
-    off += 4;
+    off += mpls::LEN;
     while !bos {
-        let lse = chunk::<4>(pkt, off).ok_or(ParseError::TruncatedMpls)?;
-        bos = lse[2] & 1 != 0;
-        off += 4;
+        let lse = bytes_at::<{ mpls::LEN }>(pkt, off).ok_or(ParseError::TruncatedMpls)?;
+        bos = lse[mpls::field::BOS] & mpls::BOS_BIT != 0;
+        off += mpls::LEN;
     }
     key.layout.l3 = off16(off);
     Ok(())
@@ -406,35 +392,34 @@ fn parse_l3(pkt: &[u8], key: &mut FlowKey) -> ParseOutcome {
         return Ok(());
     }
     match key.eth_type {
-        ETH_TYPE_IPV4 => parse_ipv4(pkt, l3, key),
-        ETH_TYPE_IPV6 => parse_ipv6(pkt, l3, key),
-        ETH_TYPE_ARP => parse_arp(pkt, l3, key),
+        ethertype::IPV4 => parse_ipv4(pkt, l3, key),
+        ethertype::IPV6 => parse_ipv6(pkt, l3, key),
+        ethertype::ARP => parse_arp(pkt, l3, key),
         _ => Ok(()),
     }
 }
 
 #[inline]
 fn parse_ipv4(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
-    let h = chunk::<20>(pkt, l3).ok_or(ParseError::TruncatedIpv4)?;
-    if h[0] >> 4 != 4 {
+    let ip = ipv4::Header::at(pkt, l3).ok_or(ParseError::TruncatedIpv4)?;
+    if ip.version() != ipv4::VERSION {
         return Err(ParseError::BadIpVersion);
     }
-    let ihl = usize::from(h[0] & 0x0f) * 4;
-    if ihl < 20 {
+    let ihl = ip.header_len();
+    if ihl < ipv4::HEADER_LEN {
         return Err(ParseError::BadIpv4HeaderLen);
     }
-    let total = usize::from(be16(h[2], h[3]));
+    let total = usize::from(ip.total_len());
     if total < ihl {
         return Err(ParseError::BadIpv4TotalLen);
     }
     if total > pkt.len() - l3 {
         return Err(ParseError::TruncatedIpv4);
     }
-    fill_ipv4(key, h, l3, total);
-    let frag_field = be16(h[6], h[7]);
-    if frag_field & 0x3fff != 0 {
+    fill_ipv4(key, ip, l3, total);
+    if ip.is_fragment() {
         key.layout.frag = frag::IS_FRAGMENT;
-        if frag_field & 0x1fff != 0 {
+        if ip.is_later_fragment() {
             key.layout.frag |= frag::LATER;
             return Ok(());
         }
@@ -445,14 +430,14 @@ fn parse_ipv4(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
 
 #[inline]
 fn parse_arp(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
-    let a = chunk::<28>(pkt, l3).ok_or(ParseError::TruncatedArp)?;
+    let a = arp::Packet::at(pkt, l3).ok_or(ParseError::TruncatedArp)?;
     // Only Ethernet/IPv4 ARP has the OXM fields; other formats leave them 0, as in OVS.
-    if a[..6] == [0, 1, 0x08, 0x00, 6, 4] {
-        key.arp_op = be16(a[6], a[7]);
-        key.arp_sha = sub(a, 8);
-        key.arp_spa = be32(a[14], a[15], a[16], a[17]);
-        key.arp_tha = sub(a, 18);
-        key.arp_tpa = be32(a[24], a[25], a[26], a[27]);
+    if a.format() == arp::ETHERNET_IPV4 {
+        key.arp_op = a.oper();
+        key.arp_sha = a.sha();
+        key.arp_spa = a.spa();
+        key.arp_tha = a.tha();
+        key.arp_tpa = a.tpa();
     }
     Ok(())
 }
@@ -460,56 +445,56 @@ fn parse_arp(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
 /// Position of an extension header in RFC 8200's recommended order.
 fn ext_rank(nh: u8, dest_seen: u8, last_rank: u8) -> u8 {
     match nh {
-        0 => 1,
-        60 if dest_seen == 0 && last_rank < 3 => 2,
-        60 => 7,
-        43 => 3,
-        44 => 4,
-        51 => 5,
+        protocol::HOP_BY_HOP => 1,
+        protocol::DEST_OPTS if dest_seen == 0 && last_rank < 3 => 2,
+        protocol::DEST_OPTS => 7,
+        protocol::ROUTING => 3,
+        protocol::FRAGMENT => 4,
+        protocol::AUTH => 5,
         _ => 6,
     }
 }
 
 fn ext_flag(nh: u8) -> u16 {
     match nh {
-        0 => exthdr::HOP,
-        60 => exthdr::DEST,
-        43 => exthdr::ROUTER,
-        44 => exthdr::FRAG,
-        51 => exthdr::AUTH,
+        protocol::HOP_BY_HOP => exthdr::HOP,
+        protocol::DEST_OPTS => exthdr::DEST,
+        protocol::ROUTING => exthdr::ROUTER,
+        protocol::FRAGMENT => exthdr::FRAG,
+        protocol::AUTH => exthdr::AUTH,
         _ => exthdr::ESP,
     }
 }
 
 #[inline]
 fn parse_ipv6(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
-    let h = chunk::<40>(pkt, l3).ok_or(ParseError::TruncatedIpv6)?;
-    if h[0] >> 4 != 6 {
+    let ip = ipv6::Header::at(pkt, l3).ok_or(ParseError::TruncatedIpv6)?;
+    if ip.version() != ipv6::VERSION {
         return Err(ParseError::BadIpVersion);
     }
-    let payload = usize::from(be16(h[4], h[5]));
-    let avail = pkt.len() - l3 - 40;
+    let payload = usize::from(ip.payload_len());
+    let avail = pkt.len() - l3 - ipv6::HEADER_LEN;
     if payload > avail {
         return Err(ParseError::TruncatedIpv6);
     }
-    let mut nh = h[6];
+    let mut nh = ip.next_header();
     // A zero payload length with hop-by-hop options is a jumbogram: the frame bounds it.
-    let end = if payload == 0 && nh == 0 {
+    let end = if payload == 0 && nh == protocol::HOP_BY_HOP {
         pkt.len()
     } else {
-        l3 + 40 + payload
+        l3 + ipv6::HEADER_LEN + payload
     };
-    let tc = ((h[0] & 0x0f) << 4) | (h[1] >> 4);
-    key.ip_dscp = tc >> 2;
-    key.ip_ecn = tc & 3;
-    key.ipv6_flabel = be32(0, h[1] & 0x0f, h[2], h[3]);
-    key.layout.ip_ttl = h[7];
-    key.ipv6_src = sub(h, 8);
-    key.ipv6_dst = sub(h, 24);
+    let tc = ip.traffic_class();
+    key.ip_dscp = tc >> ipv4::DSCP_SHIFT;
+    key.ip_ecn = tc & ipv4::ECN_MASK;
+    key.ipv6_flabel = ip.flow_label();
+    key.layout.ip_ttl = ip.hop_limit();
+    key.ipv6_src = ip.src();
+    key.ipv6_dst = ip.dst();
     key.layout.l3_end = off16(end);
 
     let pkt = pkt.get(..end).unwrap_or(pkt);
-    let mut off = l3 + 40;
+    let mut off = l3 + ipv6::HEADER_LEN;
     let mut flags = 0u16;
     let mut last_rank = 0u8;
     let mut dest_seen = 0u8;
@@ -517,8 +502,13 @@ fn parse_ipv6(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
     let mut has_l4 = true;
     loop {
         match nh {
-            0 | 43 | 44 | 50 | 51 | 60 => {}
-            59 => {
+            protocol::HOP_BY_HOP
+            | protocol::ROUTING
+            | protocol::FRAGMENT
+            | protocol::ESP
+            | protocol::AUTH
+            | protocol::DEST_OPTS => {}
+            protocol::NO_NEXT => {
                 flags |= exthdr::NONEXT;
                 has_l4 = false;
                 break;
@@ -533,47 +523,40 @@ fn parse_ipv6(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
         }
         let rank = ext_rank(nh, dest_seen, last_rank);
         let flag = ext_flag(nh);
-        if rank < last_rank || (nh == 0 && last_rank != 0) {
+        if rank < last_rank || (nh == protocol::HOP_BY_HOP && last_rank != 0) {
             flags |= exthdr::UNSEQ;
         }
-        if (nh == 60 && dest_seen >= 2) || (nh != 60 && flags & flag != 0) {
+        let dest = nh == protocol::DEST_OPTS;
+        if (dest && dest_seen >= 2) || (!dest && flags & flag != 0) {
             flags |= exthdr::UNREP;
         }
-        if nh == 60 {
+        if dest {
             dest_seen = dest_seen.saturating_add(1);
         }
         flags |= flag;
         last_rank = rank;
-        if nh == 50 {
+        if nh == protocol::ESP {
             // ESP encrypts everything after it.
             has_l4 = false;
             break;
         }
-        let eh = match chunk::<8>(pkt, off) {
-            Some(eh) => eh,
-            None => {
-                key.ipv6_exthdr = flags;
-                return Err(ParseError::TruncatedIpv6Ext);
-            }
+        let Some(eh) = ipv6::ext::Ext::at(pkt, off) else {
+            key.ipv6_exthdr = flags;
+            return Err(ParseError::TruncatedIpv6Ext);
         };
-        let len = match nh {
-            44 => {
-                let frag_field = be16(eh[2], eh[3]);
-                key.layout.frag = frag::IS_FRAGMENT;
-                if frag_field & 0xfff8 != 0 {
-                    key.layout.frag |= frag::LATER;
-                    has_l4 = false;
-                }
-                8
+        if nh == protocol::FRAGMENT {
+            key.layout.frag = frag::IS_FRAGMENT;
+            if eh.is_later_fragment() {
+                key.layout.frag |= frag::LATER;
+                has_l4 = false;
             }
-            51 => (usize::from(eh[1]) + 2) * 4,
-            _ => (usize::from(eh[1]) + 1) * 8,
-        };
+        }
+        let len = eh.len(nh);
         if off + len > pkt.len() {
             key.ipv6_exthdr = flags;
             return Err(ParseError::TruncatedIpv6Ext);
         }
-        nh = eh[0];
+        nh = eh.next_header();
         off += len;
         if !has_l4 {
             break;
@@ -595,18 +578,18 @@ fn parse_l4(pkt: &[u8], key: &mut FlowKey) -> ParseOutcome {
     let l4 = usize::from(key.layout.l4);
     let pkt = pkt.get(..usize::from(key.layout.l3_end)).unwrap_or(pkt);
     match (key.ip_proto, key.eth_type) {
-        (IPPROTO_UDP, _) => {
-            let h = chunk::<4>(pkt, l4)
-                .filter(|_| pkt.len() >= l4 + 8)
+        (protocol::UDP, _) => {
+            let p = bytes_at::<{ ports::LEN }>(pkt, l4)
+                .filter(|_| pkt.len() >= l4 + udp::HEADER_LEN)
                 .ok_or(ParseError::TruncatedUdp)?;
-            set_ports(key, h);
+            set_ports(key, p);
             Ok(())
         }
-        (IPPROTO_TCP, _) => {
-            let h = chunk::<20>(pkt, l4).ok_or(ParseError::TruncatedTcp)?;
-            set_ports(key, &sub(h, 0));
-            let data_off = usize::from(h[12] >> 4) * 4;
-            if data_off < 20 {
+        (protocol::TCP, _) => {
+            let h = bytes_at::<{ tcp::HEADER_LEN }>(pkt, l4).ok_or(ParseError::TruncatedTcp)?;
+            set_ports(key, &get(h, ports::field::PAIR));
+            let data_off = tcp::header_len(h[tcp::field::DATA_OFF]);
+            if data_off < tcp::HEADER_LEN {
                 Err(ParseError::BadTcpOffset)
             } else if l4 + data_off > pkt.len() {
                 Err(ParseError::TruncatedTcp)
@@ -614,43 +597,40 @@ fn parse_l4(pkt: &[u8], key: &mut FlowKey) -> ParseOutcome {
                 Ok(())
             }
         }
-        (IPPROTO_SCTP, _) => {
-            let h = chunk::<12>(pkt, l4).ok_or(ParseError::TruncatedSctp)?;
-            set_ports(key, &sub(h, 0));
+        (protocol::SCTP, _) => {
+            let h = bytes_at::<{ sctp::HEADER_LEN }>(pkt, l4).ok_or(ParseError::TruncatedSctp)?;
+            set_ports(key, &get(h, ports::field::PAIR));
             Ok(())
         }
-        (IPPROTO_ICMP, ETH_TYPE_IPV4) => {
-            let h = chunk::<4>(pkt, l4).ok_or(ParseError::TruncatedIcmp)?;
-            key.icmp_type = h[0];
-            key.icmp_code = h[1];
+        (protocol::ICMP, ethertype::IPV4) => {
+            let h = bytes_at::<{ icmp::HEADER_LEN }>(pkt, l4).ok_or(ParseError::TruncatedIcmp)?;
+            key.icmp_type = h[icmp::field::TYPE];
+            key.icmp_code = h[icmp::field::CODE];
             Ok(())
         }
-        (IPPROTO_ICMPV6, ETH_TYPE_IPV6) => parse_icmpv6(pkt, l4, key),
+        (protocol::ICMPV6, ethertype::IPV6) => parse_icmpv6(pkt, l4, key),
         _ => Ok(()),
     }
 }
 
+/// The port pair at the start of a TCP, UDP or SCTP header.
 #[inline(always)]
-fn set_ports(key: &mut FlowKey, h: &[u8; 4]) {
-    key.tp_src = be16(h[0], h[1]);
-    key.tp_dst = be16(h[2], h[3]);
+fn set_ports(key: &mut FlowKey, p: &[u8; ports::LEN]) {
+    key.tp_src = get16(p, ports::field::SRC);
+    key.tp_dst = get16(p, ports::field::DST);
 }
 
-const ND_NS: u8 = 135;
-const ND_NA: u8 = 136;
-const ND_OPT_SLL: u8 = 1;
-const ND_OPT_TLL: u8 = 2;
-
 fn parse_icmpv6(pkt: &[u8], l4: usize, key: &mut FlowKey) -> ParseOutcome {
-    let h = chunk::<4>(pkt, l4).ok_or(ParseError::TruncatedIcmp)?;
-    key.icmp_type = h[0];
-    key.icmp_code = h[1];
-    if h[1] != 0 || (h[0] != ND_NS && h[0] != ND_NA) {
+    let h = bytes_at::<{ icmp::HEADER_LEN }>(pkt, l4).ok_or(ParseError::TruncatedIcmp)?;
+    let (kind, code) = (h[icmp::field::TYPE], h[icmp::field::CODE]);
+    key.icmp_type = kind;
+    key.icmp_code = code;
+    if code != 0 || (kind != nd::SOLICITATION && kind != nd::ADVERTISEMENT) {
         return Ok(());
     }
-    let nd = chunk::<24>(pkt, l4).ok_or(ParseError::TruncatedNd)?;
-    key.nd_target = sub(nd, 8);
-    let result = parse_nd_options(pkt, l4 + 24, h[0], key);
+    let body = bytes_at::<{ nd::field::OPTIONS }>(pkt, l4).ok_or(ParseError::TruncatedNd)?;
+    key.nd_target = get(body, nd::field::TARGET);
+    let result = parse_nd_options(pkt, l4 + nd::field::OPTIONS, kind, key);
     if result.is_err() {
         // As in OVS, a bad option invalidates all ND fields.
         key.nd_target = [0; 16];
@@ -661,31 +641,32 @@ fn parse_icmpv6(pkt: &[u8], l4: usize, key: &mut FlowKey) -> ParseOutcome {
 }
 
 fn parse_nd_options(pkt: &[u8], mut off: usize, icmp_type: u8, key: &mut FlowKey) -> ParseOutcome {
+    use nd::option::{self, field};
     let (mut sll_seen, mut tll_seen) = (false, false);
     while off < pkt.len() {
-        let opt = chunk::<2>(pkt, off).ok_or(ParseError::TruncatedNd)?;
-        let len = usize::from(opt[1]) * 8;
+        let head = bytes_at::<2>(pkt, off).ok_or(ParseError::TruncatedNd)?;
+        let len = usize::from(head[field::LEN]) * option::UNIT;
         if len == 0 {
             return Err(ParseError::BadNdOption);
         }
         let body = pkt.get(off..off + len).ok_or(ParseError::TruncatedNd)?;
-        let lladdr = body.get(2..8).filter(|_| len == 8);
-        match (opt[0], lladdr) {
-            (ND_OPT_SLL, Some(mac)) => {
+        let lladdr = body.get(field::LLADDR).filter(|_| len == option::UNIT);
+        match (head[field::TYPE], lladdr) {
+            (option::SOURCE_LLADDR, Some(mac)) => {
                 if sll_seen {
                     return Err(ParseError::BadNdOption);
                 }
                 sll_seen = true;
-                if icmp_type == ND_NS {
+                if icmp_type == nd::SOLICITATION {
                     key.nd_sll.copy_from_slice(mac);
                 }
             }
-            (ND_OPT_TLL, Some(mac)) => {
+            (option::TARGET_LLADDR, Some(mac)) => {
                 if tll_seen {
                     return Err(ParseError::BadNdOption);
                 }
                 tll_seen = true;
-                if icmp_type == ND_NA {
+                if icmp_type == nd::ADVERTISEMENT {
                     key.nd_tll.copy_from_slice(mac);
                 }
             }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::checksum;
 use crate::key::NO_OFFSET;
+use crate::wire::{ip, ipv4, ipv6, udp, Field};
 
 /// Copies `len` bytes at `src_offset` of the triggering packet to `dst_offset` of the new one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,19 +109,19 @@ enum IpVersion {
 }
 
 impl IpVersion {
-    /// The header's first nibble.
-    fn nibble(self) -> u8 {
+    /// The version the header's first byte carries.
+    fn number(self) -> u8 {
         match self {
-            IpVersion::V4 => 4,
-            IpVersion::V6 => 6,
+            IpVersion::V4 => ipv4::VERSION,
+            IpVersion::V6 => ipv6::VERSION,
         }
     }
 
     /// Where the source and destination addresses sit in the header.
-    fn addrs(self) -> std::ops::Range<usize> {
+    fn addrs(self) -> Field {
         match self {
-            IpVersion::V4 => 12..20,
-            IpVersion::V6 => 8..40,
+            IpVersion::V4 => ipv4::ADDRS,
+            IpVersion::V6 => ipv6::ADDRS,
         }
     }
 }
@@ -172,7 +173,7 @@ impl PacketTemplate {
                 let header_fits = header_end.is_some_and(|e| e <= op.start);
                 let is_version = bytes
                     .get(op.ip_offset)
-                    .is_some_and(|b| b >> 4 == version.nibble());
+                    .is_some_and(|&b| ip::version(b) == version.number());
                 if !header_fits || !is_version {
                     return Err(TemplateError::NoIpHeader(i));
                 }
@@ -258,7 +259,7 @@ impl PacketTemplate {
         };
         let mut c = !checksum::fold(checksum::add(pseudo, covered));
         if op.kind.is_udp() && c == 0 {
-            c = 0xffff;
+            c = udp::CHECKSUM_OF_ZERO;
         }
         if let Some(field) = pkt.get_mut(op.dst_offset..op.dst_offset + 2) {
             field.copy_from_slice(&c.to_be_bytes());

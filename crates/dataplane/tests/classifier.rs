@@ -186,6 +186,53 @@ proptest! {
         prop_assert_eq!(c.len(), live.len());
     }
 
+    /// Tables whose every rule names an ingress port (a port-based pipeline's table 0) are
+    /// searched by port, and agree with the reference through inserts and removals.
+    #[test]
+    fn port_tables_are_searched_by_port_and_agree(
+        specs in prop::collection::vec(rule_spec(), 1..24),
+        ports in prop::collection::vec(1u32..5, 24),
+        catch_all in prop::option::of(0u16..3),
+        removals in prop::collection::vec(any::<prop::sample::Index>(), 0..20),
+        packets in prop::collection::vec((packet(), 0u32..6), 1..60),
+    ) {
+        let packets: Vec<FlowKey> = packets
+            .into_iter()
+            .map(|(k, port)| FlowKey { in_port: port, ..k })
+            .collect();
+        let mut c: Classifier<_> = Classifier::default();
+        let mut live = Vec::new();
+        for (id, (s, port)) in specs.iter().zip(&ports).enumerate() {
+            let m = RuleSpec { in_port: Some(*port), ..s.clone() }.to_match();
+            c.insert(id as u64, s.priority, &m, id as u64);
+            live.push((id as u64, s.priority, m));
+        }
+        if let Some(p) = catch_all {
+            c.insert(1000, p, &FlowMatch::any(), 1000);
+            live.push((1000, p, FlowMatch::any()));
+        }
+        // Within the plan's limits (here: at most 8 rules a port) and without a catch-all
+        // above some rules, the table is searched by port (or direct-indexed, for one
+        // narrow mask, or by longest prefix, for routes on one port).
+        let most_on_a_port = (1..5)
+            .map(|p| ports.iter().take(specs.len()).filter(|&&q| q == p).count())
+            .max()
+            .unwrap_or(0);
+        if most_on_a_port <= 8 && catch_all.is_none_or(|p| specs.iter().all(|s| s.priority >= p)) {
+            let kind = c.kind();
+            prop_assert!(matches!(kind, Kind::Ports | Kind::Direct | Kind::Lpm), "{:?}", kind);
+        }
+        check(&c, &live, &packets)?;
+        for r in removals {
+            if live.is_empty() {
+                break;
+            }
+            let (id, _, _) = live.remove(r.index(live.len()));
+            prop_assert_eq!(c.remove(id), Some((id, ())));
+            check(&c, &live, &packets)?;
+        }
+    }
+
     #[test]
     fn routing_tables_use_lpm_and_agree(
         routes in prop::collection::vec((addr(), 0u8..=32), 2..60),
@@ -528,7 +575,7 @@ fn subtables_keyed_on_in_port_are_skipped_for_other_ports() {
     c.insert(3, 0, &FlowMatch::any(), 3);
     // Port 65 shares port 1's bucket of the 64-bucket filter: the probe decides.
     c.insert(65, 10, &rule(65, Some(0x0806)), 65);
-    assert_eq!(c.kind(), Kind::TupleSpace);
+    assert_eq!(c.kind(), Kind::Ports);
     let key = |p: u32, ty: u16| FlowKey {
         in_port: p,
         eth_type: ty,

@@ -6,6 +6,9 @@
 //! - masks differing only in a prefix of one IPv4 address field with priorities that follow
 //!   prefix length (a routing table): the family is served by a DIR-16-8-8 longest-prefix-match
 //!   table, at most three dependent loads per packet (`Kind::Lpm`, see [`lpm`]);
+//! - a small table whose every rule names one ingress port (a port-based pipeline's table 0:
+//!   a customer endpoint's port and address, an uplink's port alone): each port's few rules,
+//!   found by the port and tested with a masked compare each (`Kind::Ports`, see [`ports`]);
 //! - anything else: priority-ordered tuple space search (`Kind::TupleSpace`). Subtables are
 //!   sorted by their maximum priority and the search stops as soon as the best match found so
 //!   far outranks the next subtable's maximum.
@@ -25,15 +28,21 @@
 
 pub mod hash;
 pub mod lpm;
+mod ports;
 pub mod subtable;
 
 use crate::key::{FlowMatch, Words, KEY_WORDS};
 use hash::{hash_masked, Hit, IndexProbe, IndexView, Seed, SeededMap, ENTRY_REST};
 use lpm::LpmPlan;
+use ports::PortPlan;
 use subtable::Subtable;
 
 /// Subtables with at most this many index entries are probed without a prefetch pass.
 const CACHED_INDEX: usize = 1024;
+/// How many keys ahead of its probe a large index's bucket is prefetched: enough to cover a
+/// miss with the probes between, few enough that the prefetches find a free miss buffer (a
+/// prefetch of every key of a batch at once is mostly dropped).
+const PROBE_AHEAD: usize = 16;
 /// A single-field tuple of at most this many rules whose values all lie below
 /// [`DIRECT_VALUES`] is looked up by direct indexing.
 const DIRECT_RULES: usize = 256;
@@ -54,6 +63,8 @@ pub enum Kind {
     Empty,
     /// One narrow field (an in_port or EtherType table): an array indexed by its value.
     Direct,
+    /// Every rule names one ingress port: each port's few rules, found by the port.
+    Ports,
     Hash,
     Lpm,
     TupleSpace,
@@ -152,6 +163,8 @@ enum Plan {
     },
     /// Priority-ordered tuple space search.
     TupleSpace,
+    /// A table whose every rule names one ingress port, searched by port ([`ports`]).
+    Ports,
 }
 
 /// Where [`Plan::Direct`] reads the field, and its answer beyond the array.
@@ -270,7 +283,8 @@ impl<'s> SubtableProbe<'s> {
     }
 
     /// Classifies every key against this tuple alone; `hashes` (when given) turns on the
-    /// two-pass probe with prefetching. The index's entry width and whether the subtable has
+    /// two-pass probe (hash every key, then probe each with the bucket of a key
+    /// [`PROBE_AHEAD`] later prefetched). The index's entry width and whether the subtable has
     /// a guard are decided once, outside the loop.
     #[inline(always)]
     fn probe_all<'k, const L: usize>(
@@ -329,12 +343,19 @@ impl<'s> SubtableProbe<'s> {
             Some(hashes) => {
                 for (i, h) in hashes.iter_mut().enumerate() {
                     let k = key(i);
-                    if admits(k) {
-                        *h = self.masked(lanes, k).1;
-                        view.prefetch(*h);
-                    }
+                    *h = if admits(k) {
+                        self.masked(lanes, k).1
+                    } else {
+                        0
+                    };
+                }
+                for h in hashes.iter().take(PROBE_AHEAD) {
+                    view.prefetch(*h);
                 }
                 for (i, (o, h)) in out.iter_mut().zip(hashes.iter()).enumerate() {
+                    if let Some(ahead) = hashes.get(i + PROBE_AHEAD) {
+                        view.prefetch(*ahead);
+                    }
                     *o = probe(key(i), Some(*h));
                 }
             }
@@ -343,7 +364,8 @@ impl<'s> SubtableProbe<'s> {
 }
 
 /// One subtable's pass of the tuple space search over a batch: packets whose best match is
-/// below `max` are probed (a large index in two passes, hashing and prefetching first).
+/// below `max` are probed (a large index in two passes, hashing first, then probing with
+/// prefetches [`PROBE_AHEAD`] keys ahead).
 struct Pass<'s> {
     subtable: SubtableProbe<'s>,
     max: i32,
@@ -363,10 +385,11 @@ impl Pass<'_> {
         let (t, max) = (&self.subtable, self.max);
         if self.large {
             for (i, (h, b)) in hashes.iter_mut().zip(best.iter()).enumerate() {
-                if *b < max && t.sub.may_match(key(i)) {
-                    *h = t.hash(key(i));
-                    t.index.prefetch(*h);
-                }
+                let pending = *b < max && t.sub.may_match(key(i));
+                *h = if pending { t.hash(key(i)) } else { 0 };
+            }
+            for h in hashes.iter().take(PROBE_AHEAD) {
+                t.index.prefetch(*h);
             }
         }
         for (i, ((h, b), o)) in hashes
@@ -375,6 +398,9 @@ impl Pass<'_> {
             .zip(out.iter_mut())
             .enumerate()
         {
+            if let Some(ahead) = hashes.get(i + PROBE_AHEAD).filter(|_| self.large) {
+                t.index.prefetch(*ahead);
+            }
             let k = key(i);
             if *b >= max || !t.sub.may_match(k) {
                 continue;
@@ -415,6 +441,8 @@ pub struct Classifier<P, C = ()> {
     plan: Plan,
     /// The answer per field value under [`Plan::Direct`].
     direct: Vec<u32>,
+    /// Each port's rules under [`Plan::Ports`].
+    by_port: PortPlan,
 }
 
 /// One step of the probe order.
@@ -449,6 +477,7 @@ impl<P, C> Default for Classifier<P, C> {
             lpm: None,
             plan: Plan::Empty,
             direct: Vec::new(),
+            by_port: PortPlan::default(),
         }
     }
 }
@@ -464,8 +493,10 @@ impl<P, C> Classifier<P, C> {
 
     /// The structure lookups currently use.
     pub fn kind(&self) -> Kind {
-        if matches!(self.plan, Plan::Direct(_)) {
-            return Kind::Direct;
+        match self.plan {
+            Plan::Direct(_) => return Kind::Direct,
+            Plan::Ports => return Kind::Ports,
+            _ => {}
         }
         match (self.order.len(), &self.lpm) {
             (0, _) => Kind::Empty,
@@ -734,6 +765,38 @@ impl<P, C> Classifier<P, C> {
             .sort_by(|a, b| b.max().cmp(&a.max()).then_with(|| seq(a).cmp(&seq(b))));
         self.plan = self.choose_plan();
         self.specialise();
+        self.by_ports();
+    }
+
+    /// Turns a hash probe or tuple space search of a small table whose every rule names one
+    /// ingress port into a search by port ([`ports`]).
+    fn by_ports(&mut self) {
+        if !matches!(self.plan, Plan::Hash { .. } | Plan::TupleSpace)
+            || self.lpm.is_some()
+            || self.by_id.len() > ports::MAX_RULES
+        {
+            return;
+        }
+        // The last step may be a catch-all, the rest subtables of rules on one port.
+        let (steps, all) = match self.order.split_last() {
+            Some((last, rest)) if !rest.is_empty() => match self.fallback(Some(last)) {
+                Some(all) => (rest, all),
+                None => (&self.order[..], Fallback::NONE),
+            },
+            _ => (&self.order[..], Fallback::NONE),
+        };
+        let subs: Option<Vec<&Subtable>> = steps
+            .iter()
+            .map(|step| match step {
+                SearchStep::Subtable { id, .. } => self.subtables.get(*id as usize)?.as_ref(),
+                SearchStep::Lpm { .. } => None,
+            })
+            .collect();
+        let plan = subs.and_then(|subs| PortPlan::build(self.seed, &subs, &self.keys, all));
+        if let Some(plan) = plan {
+            self.by_port = plan;
+            self.plan = Plan::Ports;
+        }
     }
 
     /// Turns a plan of one small single-field tuple into a direct-indexed one (rebuilding
@@ -900,13 +963,15 @@ impl<P, C> Classifier<P, C> {
                 }
             }
             Plan::TupleSpace => self.lookup(key).unwrap_or(NO_RULE),
+            Plan::Ports => self.by_port.lookup(key),
         }
     }
 
     /// Classifies `n` packets at once: `out[i]` receives the slot for `key(i)` or [`NO_RULE`].
     /// The common shapes (one tuple, a routing family, each above an optional catch-all) take
-    /// one probe per packet; large indexes are probed in two passes, hashing and prefetching
-    /// every packet's bucket first, so the cache misses overlap instead of adding up.
+    /// one probe per packet; large indexes are probed in two passes, hashing every packet
+    /// first and then probing with later packets' buckets prefetched, so the cache misses
+    /// overlap instead of adding up.
     #[inline(never)]
     pub fn lookup_batch<'k>(
         &self,
@@ -960,6 +1025,11 @@ impl<P, C> Classifier<P, C> {
             },
             Plan::Lpm { all } => self.lookup_lpm(all, &key, out, scratch),
             Plan::TupleSpace => self.lookup_tuple_space(&key, out, scratch),
+            Plan::Ports => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = self.by_port.lookup(key(i));
+                }
+            }
         }
     }
 
@@ -976,8 +1046,9 @@ impl<P, C> Classifier<P, C> {
     ) {
         let t = self.subtable_probe(sub);
         let pick = |e: Option<Hit>| all.pick(e);
-        // A large index is probed in two passes (hash and prefetch every packet's bucket,
-        // then probe) so its cache misses overlap; a small one stays in cache.
+        // A large index is probed in two passes (hash every packet, then probe with the
+        // buckets of later packets prefetched) so its cache misses overlap; a small one stays
+        // in cache.
         let n = out.len();
         let hashes = (sub.index.len() > CACHED_INDEX).then(|| scratch.hashes(n));
         match *sub.lanes() {

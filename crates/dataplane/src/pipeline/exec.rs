@@ -10,8 +10,9 @@ use crate::ir::{port, Action};
 use crate::key::{Field, FieldValue, FlowKey, ParseDepth};
 use crate::meter::{increase_drop_precedence, MeterVerdict};
 use crate::model::GroupType;
-use crate::program::{compile_action, flag, CompiledAction, CompiledActions, NO_GOTO};
+use crate::program::{compile_action, flag, CompiledAction, CompiledActions, Mac, NO_GOTO};
 use crate::snapshot::{CompiledBucket, FlowEntry};
+use crate::wire::ethernet;
 
 /// Most buckets one group executes.
 const MAX_BUCKETS: usize = 64;
@@ -172,7 +173,7 @@ fn run_ops<S: PacketSink>(
 /// Runs ops already in action-set order (a bucket, or an entry's Write-Actions on an empty
 /// set); the packet is finished afterwards, so the last op may consume it. Inlined: where a
 /// packet usually ends (a route's Write-Actions, a next hop's bucket) the call, with its
-/// register saves, cost about as much as the ops (L3 934 to 885 instructions per packet).
+/// register saves, costs about as much as the ops (some 50 instructions of an L3 packet).
 #[inline(always)]
 fn run_sorted<S: PacketSink>(
     env: &mut Env<'_, S>,
@@ -222,13 +223,13 @@ fn apply_op<S: PacketSink>(
         }
         // Never back out of the ingress port: that takes the reserved port IN_PORT.
         CompiledAction::Output(_) => env.drops.other += 1,
-        CompiledAction::SetEthDst(mac) => {
+        CompiledAction::SetEthDst(Mac(mac)) => {
             key.eth_dst = mac;
-            frame.put_mac(0, mac);
+            frame.put_mac(ethernet::field::DST.start, mac);
         }
-        CompiledAction::SetEthSrc(mac) => {
+        CompiledAction::SetEthSrc(Mac(mac)) => {
             key.eth_src = mac;
-            frame.put_mac(6, mac);
+            frame.put_mac(ethernet::field::SRC.start, mac);
         }
         CompiledAction::DecNwTtl => {
             if let Err(e) = actions::dec_nw_ttl(frame, key) {

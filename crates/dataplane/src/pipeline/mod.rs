@@ -3,7 +3,7 @@
 //! A batch moves through the tables stage by stage: goto-table only goes forward, so the
 //! datapath repeatedly takes the lowest table any packet waits at, classifies all those
 //! packets together (one lookup loop specialised to the table's shape; for a table too large
-//! for the cache, with its rules and counters prefetched so their misses overlap), then runs
+//! for the cache, with its rules and counters loaded first so their misses overlap), then runs
 //! each packet's entry, which queues the packet at its next table. Working table by table
 //! keeps every loop short and its branches predictable: measured against running each packet
 //! through all its tables in turn (fewer instructions), this runs 10 to 30% more packets per
@@ -11,6 +11,18 @@
 //! once per port and window ([`by_port`]). Packet-out and InSP-generated packets, which
 //! arrive one at a time, use the same instruction code with a single-packet lookup
 //! ([`single`]).
+//!
+//! Memory: a 100K-flow table's index, rules and counters are tens of megabytes, read at
+//! random, so a packet's lookup, rule and counters are three dependent cache misses. What
+//! decides the rate is how many misses are in flight at once. A software prefetch that finds
+//! the core's miss buffers full is dropped, so prefetching a whole stage's lines in one loop
+//! brings in only the first few dozen; the classifier prefetches an index bucket a fixed
+//! distance ahead of its probe instead, and a large table's stage loads its matched rules in a
+//! pass of independent loads (which wait for a buffer instead of being dropped, and which the
+//! core runs far ahead of each other), prefetching each rule's counter cell as its rule
+//! arrives, before the pass that runs the packets. On traces that visit 100K flows in random
+//! order this took L2/100K from 10 to 15 and L3/100K from 6.4 to 9.5 Mpps on the shared
+//! test machine (docs/bench/table2.md).
 
 mod by_port;
 mod exec;
@@ -29,7 +41,7 @@ use crate::model::FragHandling;
 use crate::parse::{parse_to, ParseStats};
 use crate::program::flag;
 use crate::shared::Shared;
-use crate::snapshot::{FlowEntry, FlowTable, PortEntry, Snapshot};
+use crate::snapshot::{FlowEntry, FlowTable, Snapshot};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Headroom of the copy buffers (group buckets, packet-out, InSP).
@@ -513,18 +525,15 @@ fn process_window<S: PacketSink, const V3: bool>(
         let hits = slots.get(..picked.len()).unwrap_or(&[]);
         w.tally.lookups(table_id, picked.len());
         if table.is_large() {
-            // Start loading every matched rule before touching any, so their cache misses
-            // overlap; counters follow a few packets ahead (their address is in the rule).
+            // The stage's rules and counters are loaded before any packet runs, in passes of
+            // independent loads, so that their cache misses overlap (see "Memory" above).
             for &s in hits {
                 table.prefetch_payload(s);
             }
-            for &s in hits.iter().take(COUNTERS_AHEAD) {
-                prefetch_counters(table, s, shard);
+            for &s in hits {
+                load_counters(table, s, shard);
             }
-            for (k, (&i, &s)) in picked.iter().zip(hits).enumerate() {
-                if let Some(&ahead) = hits.get(k + COUNTERS_AHEAD) {
-                    prefetch_counters(table, ahead, shard);
-                }
+            for (&i, &s) in picked.iter().zip(hits) {
                 w.visit(&mut env, table, table_id, i, s);
             }
         } else {
@@ -670,34 +679,27 @@ impl Tally {
     }
 }
 
-/// How many packets ahead of the one being run the counters of a large table's matched
-/// rules are prefetched.
-const COUNTERS_AHEAD: usize = 6;
-
-/// Hints the CPU to load the reader's counter cell of the rule in `slot`.
+/// Loads the rule in `slot` (its counter cell's address is in it) and hints the CPU to load
+/// the reader's counter cell.
 #[inline(always)]
-fn prefetch_counters(table: &FlowTable, slot: u32, shard: Shard) {
+fn load_counters(table: &FlowTable, slot: u32, shard: Shard) {
     if let Some(entry) = table.payload(slot) {
         entry.cell.prefetch(shard);
     }
 }
 
-/// Intake of received frames: counts each on its port (remembering the previous packet's
-/// port, as a batch usually comes from one), refuses it when the port does not receive,
-/// parses it and applies the fragment policy.
+/// Intake of received frames: counts each on its port, refuses it when the port does not
+/// receive, parses it and applies the fragment policy. The port is looked up for every
+/// packet (a dense table): a batch from a trunk mixes many logical ports, and remembering the
+/// previous packet's port mispredicts whenever they alternate.
 struct Intake<'s> {
     state: &'s Snapshot,
     shard: Shard,
-    last: Option<(u32, Option<&'s PortEntry>)>,
 }
 
 impl<'s> Intake<'s> {
     fn new(state: &'s Snapshot, shard: Shard) -> Self {
-        Intake {
-            state,
-            shard,
-            last: None,
-        }
+        Intake { state, shard }
     }
 
     /// False: the frame is dropped (and counted).
@@ -711,14 +713,7 @@ impl<'s> Intake<'s> {
         depth: ParseDepth,
         key: &mut FlowKey,
     ) -> bool {
-        let port = match self.last {
-            Some((p, e)) if p == in_port => e,
-            _ => {
-                let e = self.state.ports.get(in_port);
-                self.last = Some((in_port, e));
-                e
-            }
-        };
+        let port = self.state.ports.get(in_port);
         let len = frame.len() as u64;
         if let Some(port) = port {
             port.rx.hit(self.shard, len);
