@@ -165,7 +165,9 @@ impl VlanMap {
             Some(t) if t.tpid == TRUNK_TPID => (Some(t.tci), OuterTag::Removed),
             Some(_) => (None, OuterTag::None),
             None => match frame.data.get(MACS_LEN..MACS_LEN + VLAN_TAG_LEN) {
-                Some(&[0x81, 0x00, hi, lo]) => (Some(u16::from_be_bytes([hi, lo])), OuterTag::InFrame),
+                Some(&[0x81, 0x00, hi, lo]) => {
+                    (Some(u16::from_be_bytes([hi, lo])), OuterTag::InFrame)
+                }
                 _ => (None, OuterTag::None),
             },
         };
@@ -354,10 +356,7 @@ mod tests {
             }),
             orig_len: 64,
         };
-        assert_eq!(
-            receive(&m, &s_tagged).1.unwrap(),
-            wire(&[(0x88a8, 33)], 46)
-        );
+        assert_eq!(receive(&m, &s_tagged).1.unwrap(), wire(&[(0x88a8, 33)], 46));
         assert_eq!(m.native(), Some(9));
     }
 
@@ -380,7 +379,10 @@ mod tests {
             Err(VlanMapError::Taken { vid: None, port: 3 })
         );
         assert_eq!((m.port_of(101), m.port_of(4094)), (Some(1), Some(7)));
-        assert_eq!((m.port_of(0), m.port_of(102), m.port_of(9999)), (None, None, None));
+        assert_eq!(
+            (m.port_of(0), m.port_of(102), m.port_of(9999)),
+            (None, None, None)
+        );
     }
 
     #[test]

@@ -41,7 +41,11 @@ fn outputs() -> Vec<(u32, Vec<u8>)> {
 
 /// Receives until `want` frames have been demuxed (or two seconds pass): (logical port,
 /// untagged frame) for those that enter, and the drops.
-fn demux_all(port: &mut impl PacketPort, map: &VlanMap, want: usize) -> (Vec<(u32, Vec<u8>)>, Vec<Demux>) {
+fn demux_all(
+    port: &mut impl PacketPort,
+    map: &VlanMap,
+    want: usize,
+) -> (Vec<(u32, Vec<u8>)>, Vec<Demux>) {
     let (mut entered, mut dropped) = (Vec::new(), Vec::new());
     wait_until(Duration::from_secs(2), || {
         port.recv_burst(256, |frame| match map.demux(&frame) {
@@ -60,8 +64,13 @@ fn demux_all(port: &mut impl PacketPort, map: &VlanMap, want: usize) -> (Vec<(u3
 
 fn send_tagged_all(port: &mut impl PacketPort, map: &VlanMap, frames: &[(u32, Vec<u8>)]) {
     for (logical, frame) in frames {
-        let vid = (101..=104).find(|v| map.port_of(*v) == Some(*logical)).unwrap();
-        assert!(port.send_tagged(frame, vlan_tag(vid)), "refused port {logical}");
+        let vid = (101..=104)
+            .find(|v| map.port_of(*v) == Some(*logical))
+            .unwrap();
+        assert!(
+            port.send_tagged(frame, vlan_tag(vid)),
+            "refused port {logical}"
+        );
     }
     port.flush().expect("flush");
 }

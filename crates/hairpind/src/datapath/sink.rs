@@ -6,7 +6,7 @@ use agent::{Agent, EventSender};
 use dataplane::batch::{PacketInEvent, PacketSink};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
 
-use super::ports::PortSet;
+use super::ports::ThreadPorts;
 
 /// The OpenFlow 1.3 packet-in match: in_port, plus in_phy_port, metadata and tunnel id
 /// where they carry information (spec 7.4.1).
@@ -28,7 +28,7 @@ fn packet_in_match(ev: &PacketInEvent<'_>) -> Match {
 pub struct Sink<'a> {
     pub agent: &'a Agent,
     pub events: &'a EventSender,
-    pub ports: &'a mut PortSet,
+    pub ports: &'a mut ThreadPorts,
 }
 
 impl PacketSink for Sink<'_> {
