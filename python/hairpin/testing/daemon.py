@@ -269,8 +269,15 @@ class OfMessage:
 class OfClient:
     """A blocking OpenFlow 1.3 connection that answers the switch's echo requests itself."""
 
-    def __init__(self, port: int, timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout)
+    def __init__(self, port: int | Path, timeout: float = 10.0) -> None:
+        """Connects to 127.0.0.1:``port``, or to the unix socket at ``port`` when it is a path
+        (a switch listening in another network namespace)."""
+        if isinstance(port, Path):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(str(port))
+        else:
+            self.sock = socket.create_connection(("127.0.0.1", port), timeout)
         self.sock.settimeout(timeout)
         self.next_xid = 0x1000
         self.unsolicited: list[OfMessage] = []
