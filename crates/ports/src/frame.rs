@@ -54,20 +54,25 @@ impl RxFrame<'_> {
 /// Writes `frame` into `dst` with `tag` inserted right after its MAC addresses (a frame
 /// too short to have them is written as it is); the length written, or `None` if `dst`
 /// is too small.
+#[inline]
 pub fn write_tagged(frame: &[u8], tag: VlanTag, dst: &mut [u8]) -> Option<usize> {
-    let Some((macs, rest)) = frame.split_at_checked(MACS_LEN) else {
+    let Some(macs) = frame.first_chunk::<MACS_LEN>() else {
         let out = dst.get_mut(..frame.len())?;
         out.copy_from_slice(frame);
         return Some(out.len());
     };
     let len = frame.len() + VLAN_TAG_LEN;
     let out = dst.get_mut(..len)?;
-    let (out_macs, out_rest) = out.split_at_mut(MACS_LEN);
-    out_macs.copy_from_slice(macs);
-    let (out_tag, out_payload) = out_rest.split_at_mut(VLAN_TAG_LEN);
-    out_tag[..2].copy_from_slice(&tag.tpid.to_be_bytes());
-    out_tag[2..].copy_from_slice(&tag.tci.to_be_bytes());
-    out_payload.copy_from_slice(rest);
+    // One copy of the whole frame, 4 bytes on: everything after the MACs lands where it
+    // belongs; then the MACs and the tag are written over its first 16 bytes in place
+    // (fixed-size stores, no second copy call).
+    out.get_mut(VLAN_TAG_LEN..)?.copy_from_slice(frame);
+    let (head, _) = out.split_first_chunk_mut::<{ MACS_LEN + VLAN_TAG_LEN }>()?;
+    let mut header = [0u8; MACS_LEN + VLAN_TAG_LEN];
+    header[..MACS_LEN].copy_from_slice(macs);
+    header[MACS_LEN..MACS_LEN + 2].copy_from_slice(&tag.tpid.to_be_bytes());
+    header[MACS_LEN + 2..].copy_from_slice(&tag.tci.to_be_bytes());
+    *head = header;
     Some(len)
 }
 

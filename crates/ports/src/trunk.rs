@@ -161,24 +161,28 @@ impl VlanMap {
     /// Where a frame received on the trunk goes.
     #[inline]
     pub fn demux(&self, frame: &RxFrame<'_>) -> Demux {
-        let (tci, tag) = match frame.vlan {
-            Some(t) if t.tpid == TRUNK_TPID => (Some(t.tci), OuterTag::Removed),
-            Some(_) => (None, OuterTag::None),
-            None => match frame.data.get(MACS_LEN..MACS_LEN + VLAN_TAG_LEN) {
-                Some(&[0x81, 0x00, hi, lo]) => {
-                    (Some(u16::from_be_bytes([hi, lo])), OuterTag::InFrame)
-                }
-                _ => (None, OuterTag::None),
+        let (vid, tag) = match frame.vlan {
+            Some(t) if t.tpid == TRUNK_TPID => (t.tci & VID_MASK, OuterTag::Removed),
+            Some(_) => (0, OuterTag::None),
+            None => match tag_in_frame(frame.data) {
+                Some(tci) => (tci & VID_MASK, OuterTag::InFrame),
+                None => (0, OuterTag::None),
             },
         };
-        let vid = tci.map_or(0, |tci| tci & VID_MASK);
         // `vid` is 12 bits: always inside the table.
-        match self.ports.get(usize::from(vid)).copied().unwrap_or(0) {
+        match self.ports[usize::from(vid & VID_MASK)] {
             0 if vid == 0 => Demux::Untagged,
             0 => Demux::UnknownVid(vid),
             port => Demux::Port { port, tag },
         }
     }
+}
+
+/// The TCI of a trunk tag in the bytes after the MACs, read as one word.
+#[inline(always)]
+fn tag_in_frame(data: &[u8]) -> Option<u16> {
+    let word = u32::from_be_bytes(*data.get(MACS_LEN..)?.first_chunk::<VLAN_TAG_LEN>()?);
+    (word >> 16 == u32::from(TRUNK_TPID)).then_some(word as u16)
 }
 
 /// Writes `frame` into `dst` without its outer trunk tag (`tag` from [`VlanMap::demux`]);
@@ -193,14 +197,13 @@ pub fn copy_untagged(frame: &RxFrame<'_>, tag: OuterTag, dst: &mut [u8]) -> Opti
             Some(out.len())
         }
         OuterTag::InFrame => {
-            let macs = frame.data.get(..MACS_LEN)?;
+            let macs = frame.data.first_chunk::<MACS_LEN>()?;
             let rest = frame.data.get(MACS_LEN + VLAN_TAG_LEN..)?;
-            let len = MACS_LEN + rest.len();
-            let out = dst.get_mut(..len)?;
-            let (out_macs, out_rest) = out.split_at_mut(MACS_LEN);
-            out_macs.copy_from_slice(macs);
+            let out = dst.get_mut(..MACS_LEN + rest.len())?;
+            let (out_macs, out_rest) = out.split_first_chunk_mut::<MACS_LEN>()?;
+            *out_macs = *macs;
             out_rest.copy_from_slice(rest);
-            Some(len)
+            Some(out.len())
         }
     }
 }
