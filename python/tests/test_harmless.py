@@ -7,6 +7,7 @@ tears it down on exit. Controllers nobody here wrote (Faucet) and our own apps d
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import struct
@@ -149,6 +150,8 @@ def test_only_the_pair_of_fig2_talks(tmp_path: Path) -> None:
             osken_app(site, daemon, "hairpin.apps.pair_policy", log_path, env),
         ):
             assert wait_until(lambda: len(daemon.ofctl("dump-flows").splitlines()) >= 5, 20.0)
+            h1, h3 = hosts[0], hosts[2]
+            assert wait_until(lambda: h1.ns.ping(h3.address, count=1), 20.0), logs(log_path)
             pairs = all_pairs(hosts)
             answered = answered_pings(pairs)
             allowed = {("10.0.0.1", "10.0.0.3"), ("10.0.0.3", "10.0.0.1")}
@@ -236,6 +239,15 @@ def port_status(client: OfClient, timeout: float = 5.0) -> tuple[int, int, str, 
     raise AssertionError("no PORT_STATUS")
 
 
+def drain(client: OfClient, quiet: float = 0.5) -> None:
+    """Reads and drops what the switch sends until it is quiet for ``quiet`` seconds."""
+    client.unsolicited.clear()
+    client.sock.settimeout(quiet)
+    with contextlib.suppress(TimeoutError):
+        while True:
+            client.recv()
+
+
 def decode_port_status(body: bytes) -> tuple[int, int, str, int, int]:
     # ofp_port_status: reason u8, pad[7], ofp_port (port_no u32, pad 4, hw_addr 6, pad 2,
     # name 16, config, state, curr, advertised, supported, peer, curr_speed, max_speed).
@@ -253,8 +265,10 @@ def test_legacy_link_changes_reach_the_controller(tmp_path: Path) -> None:
         OfClient(daemon.unix_path) as client,
     ):
         client.handshake()
-        desc = daemon.ofctl("dump-ports-desc")
-        assert desc.count("LIVE") == 3, desc
+        # The legacy switch may still be bringing its trunk up when hairpind starts.
+        live = wait_until(lambda: daemon.ofctl("dump-ports-desc").count("LIVE") == 3, 10.0)
+        assert live, daemon.ofctl("dump-ports-desc")
+        drain(client)
         # The legacy switch's watcher reports port 2 down at 100 Mbit/s.
         daemon.ctl("set-port-link", "2", "down", "--speed-mbps", "100")
         assert port_status(client) == (OFPPR_MODIFY, 2, "ge2", OFPPS_LINK_DOWN, 100_000)

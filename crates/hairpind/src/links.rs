@@ -164,10 +164,21 @@ pub fn spawn_monitor(
     stop: Arc<AtomicBool>,
 ) -> io::Result<JoinHandle<()>> {
     let mut monitor = LinkMonitor::new()?;
-    let events = agent.events();
     std::thread::Builder::new()
         .name("hairpin-links".into())
         .spawn(move || {
+            // A link that changed between the ports' descriptions and the monitor's start
+            // raised no event: read every link once now that the monitor follows them.
+            for (interface, mapped) in map.interfaces.iter().enumerate() {
+                if let Ok(info) = link_info(&mapped.ifname) {
+                    let change = if info.up && info.running {
+                        LinkChange::Up
+                    } else {
+                        LinkChange::Down
+                    };
+                    follow(&agent, &map, &legacy, interface, change);
+                }
+            }
             while !stop.load(Ordering::Relaxed) {
                 wait_readable(monitor.fd(), 200);
                 let mut changes = Vec::new();
@@ -177,30 +188,39 @@ pub fn spawn_monitor(
                     }
                 });
                 for (interface, change) in changes {
-                    let up = match change {
-                        LinkChange::Up => true,
-                        LinkChange::Down | LinkChange::Removed => false,
-                        LinkChange::Added | LinkChange::Modified => continue,
-                    };
-                    let port_no = match &map.interfaces[interface].role {
-                        Role::Trunk(_) => {
-                            legacy.trunk_changed(&agent, interface, up);
-                            continue;
-                        }
-                        Role::Port(port_no) => *port_no,
-                    };
-                    let status = agent.with_switch(|s| {
-                        let status = match change {
-                            LinkChange::Removed => s.remove_port(port_no),
-                            _ => s.set_link(port_no, up),
-                        };
-                        s.publish();
-                        status
-                    });
-                    if let Some(status) = status {
-                        events.send(Event::PortStatus(status));
-                    }
+                    follow(&agent, &map, &legacy, interface, change);
                 }
             }
         })
+}
+
+/// Applies one link change of interface `interface` to the ports on it, announcing each
+/// port it changes.
+fn follow(
+    agent: &Agent,
+    map: &PortMap,
+    legacy: &LegacyLinks,
+    interface: usize,
+    change: LinkChange,
+) {
+    let up = match change {
+        LinkChange::Up => true,
+        LinkChange::Down | LinkChange::Removed => false,
+        LinkChange::Added | LinkChange::Modified => return,
+    };
+    let port_no = match &map.interfaces[interface].role {
+        Role::Trunk(_) => return legacy.trunk_changed(agent, interface, up),
+        Role::Port(port_no) => *port_no,
+    };
+    let status = agent.with_switch(|s| {
+        let status = match change {
+            LinkChange::Removed => s.remove_port(port_no),
+            _ => s.set_link(port_no, up),
+        };
+        s.publish();
+        status
+    });
+    if let Some(status) = status {
+        agent.events().send(Event::PortStatus(status));
+    }
 }
