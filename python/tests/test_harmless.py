@@ -201,12 +201,13 @@ def test_faucet_drives_the_same_site(tmp_path: Path) -> None:
 
 
 def test_two_legacy_switches_into_one_hairpind(tmp_path: Path) -> None:
-    # Seed 000 Fig. 3: the same VLAN ids on two trunks are different ports.
+    # Seed 000 Fig. 3: the same VLAN ids on two trunks are different ports; two datapath
+    # threads share each trunk.
     with legacy_site(access=(2, 2)) as site:
         assert [p.vlan for p in site.access] == [101, 102, 101, 102]
         log_path = tmp_path / "osken.log"
         with (
-            run_hairpind(site, tmp_path) as daemon,
+            run_hairpind(site, tmp_path, extra_args=["--datapath-threads", "2"]) as daemon,
             osken_app(site, daemon, "hairpin.apps.learning_switch", log_path),
         ):
             hosts = site.access_hosts

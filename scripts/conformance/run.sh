@@ -16,7 +16,8 @@
 #
 # Usage: scripts/conformance/run.sh [--target ovs|hairpind|harmless] [--sets match,action,...]
 #            [--target-dpid HEX] [--tester-dpid HEX] [--port N] [--out DIR] [--only GLOB]
-# --only GLOB runs only the cases whose file name matches the shell pattern (e.g. '*DSCP*').
+# --only GLOB[,GLOB...] runs only the cases whose file name matches one of the shell patterns
+# (e.g. '*DSCP*').
 # A new target is a function start_target_NAME that starts the switch in namespace $CTL_NS with
 # ports t1 t2 t3 as 1 2 3 and datapath id $TARGET_DPID, connecting to tcp:127.0.0.1:$OF_PORT;
 # a target cabled otherwise also has cable_target_NAME TESTER_NS (the default cables t1..t3 in
@@ -122,7 +123,11 @@ run_set() {
         local subset=$OUT/$SET-cases
         rm -rf "$subset"
         mkdir -p "$subset"
-        find "$dir" -name "$ONLY" -exec cp {} "$subset/" \;
+        local pattern patterns
+        IFS=, read -ra patterns <<<"$ONLY"
+        for pattern in "${patterns[@]}"; do
+            find "$dir" -name "$pattern" -exec cp {} "$subset/" \;
+        done
         [[ -n $(ls -A "$subset") ]] || hp_die "no case of $SET matches $ONLY"
         dir=$subset
     fi

@@ -21,9 +21,13 @@ use crate::datapath::ports::ThreadPorts;
 use crate::legacy::LegacyLinks;
 use crate::portmap::{PortMap, Role};
 
-/// Fanout group shared by the threads of one daemon (any 16-bit id unique on the host).
-fn fanout_group() -> u16 {
-    (std::process::id() & 0xffff) as u16
+/// Fanout group of the threads' sockets on the daemon's `interface`-th interface. The kernel
+/// binds a group to one interface, so each interface needs its own id; ids are per network
+/// namespace, so they are drawn from the process id to differ from other daemons'.
+fn fanout_group(interface: usize) -> u16 {
+    (std::process::id() as u16)
+        .wrapping_mul(61)
+        .wrapping_add(interface as u16)
 }
 
 /// `ofp_port_features` bit for a full-duplex link speed, where OpenFlow names one.
@@ -95,26 +99,26 @@ pub fn add_ports(agent: &Agent, map: &PortMap, legacy: &LegacyLinks) -> io::Resu
 /// Opens one datapath thread's socket on every interface of `map` (in a fanout group when
 /// several threads share the interfaces).
 pub fn open_ports(map: &PortMap, threads: usize, ring: RxRing) -> io::Result<ThreadPorts> {
-    let afpacket = PortOptions {
-        fanout_group: (threads > 1).then(fanout_group),
-        ring: match ring {
-            RxRing::Frames => RingKind::Frames,
-            RxRing::Blocks => RingKind::Blocks,
-        },
-        ..PortOptions::default()
-    };
     let mut open = Vec::with_capacity(map.interfaces.len());
-    for interface in &map.interfaces {
+    for (index, interface) in map.interfaces.iter().enumerate() {
+        let afpacket = PortOptions {
+            fanout_group: (threads > 1).then(|| fanout_group(index)),
+            ring: match ring {
+                RxRing::Frames => RingKind::Frames,
+                RxRing::Blocks => RingKind::Blocks,
+            },
+            ..PortOptions::default()
+        };
         let ifname = &interface.ifname;
         let what = match &interface.role {
             Role::Port(port_no) => format!("port {port_no}"),
             Role::Trunk(trunk) => format!("trunk {}", trunk.name),
         };
         let kind = match interface.io {
-            PortIo::AfPacket => PortKind::AfPacket(afpacket.clone()),
+            PortIo::AfPacket => PortKind::AfPacket(afpacket),
             PortIo::Xdp => PortKind::Xdp {
                 xdp: XdpOptions::default(),
-                fallback: afpacket.clone(),
+                fallback: afpacket,
             },
         };
         let (port, fell_back) = open_port(ifname, &kind)
