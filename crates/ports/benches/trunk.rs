@@ -16,7 +16,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use ports::trunk::{copy_untagged, vlan_tag, Demux, VlanMap};
+use ports::trunk::{vlan_tag, Refused, VlanMap};
 use ports::{write_tagged, RxFrame, VlanTag};
 
 /// Logical ports on the trunk (seed 000: 12 access ports per uplink).
@@ -163,13 +163,10 @@ fn rx_plain(wire: &Wire, _: &VlanMap, slots: &mut Slots, i: usize, a: Arrival) -
 
 #[inline(always)]
 fn rx_trunk(frame: RxFrame<'_>, map: &VlanMap, slots: &mut Slots, i: usize) -> u64 {
-    match map.demux(&frame) {
-        Demux::Port { port, tag } => {
-            let n = copy_untagged(&frame, tag, slots.slot(i)).unwrap_or(0);
-            u64::from(port) << 16 | n as u64
-        }
-        Demux::UnknownVid(v) => u64::from(v),
-        Demux::Untagged => 1,
+    match map.receive(&frame, slots.slot(i)) {
+        Ok((port, n)) => u64::from(port) << 16 | n as u64,
+        Err(Refused::UnknownVid(v)) => u64::from(v),
+        Err(_) => 1,
     }
 }
 
@@ -211,18 +208,16 @@ fn check(wire: &Wire, map: &VlanMap, trace: &[Arrival], n: usize) -> Result<(), 
     for (i, a) in trace.iter().take(n).enumerate() {
         let known = (FIRST_VID..FIRST_VID + PORTS as u16).contains(&a.vid);
         for (form, frame) in [("aux", wire.aux(*a)), ("inline", wire.inline(*a))] {
-            let got = map.demux(&frame);
-            match got {
-                Demux::Port { port, tag } if known => {
+            match map.receive(&frame, slots.slot(i)) {
+                Ok((port, len)) if known => {
                     if port != u32::from(a.vid - FIRST_VID) + 1 {
                         return Err(format!("{form} frame {i}: VLAN {} to port {port}", a.vid));
                     }
-                    let len = copy_untagged(&frame, tag, slots.slot(i)).unwrap_or(0);
                     if slots.slot(i)[..len] != wire.untagged[a.template] {
                         return Err(format!("{form} frame {i}: bytes differ"));
                     }
                 }
-                Demux::UnknownVid(v) if !known && v == a.vid => {}
+                Err(Refused::UnknownVid(v)) if !known && v == a.vid => {}
                 other => return Err(format!("{form} frame {i}: {other:?} for VLAN {}", a.vid)),
             }
         }

@@ -56,23 +56,26 @@ impl RxFrame<'_> {
 /// is too small.
 #[inline]
 pub fn write_tagged(frame: &[u8], tag: VlanTag, dst: &mut [u8]) -> Option<usize> {
-    let Some(macs) = frame.first_chunk::<MACS_LEN>() else {
+    let (Some(macs_head), Some(macs_tail)) = (
+        frame.first_chunk::<8>(),
+        frame.get(8..).and_then(<[u8]>::first_chunk::<4>),
+    ) else {
         let out = dst.get_mut(..frame.len())?;
         out.copy_from_slice(frame);
         return Some(out.len());
     };
+    let rest = frame.get(MACS_LEN..)?;
     let len = frame.len() + VLAN_TAG_LEN;
     let out = dst.get_mut(..len)?;
-    // One copy of the whole frame, 4 bytes on: everything after the MACs lands where it
-    // belongs; then the MACs and the tag are written over its first 16 bytes in place
-    // (fixed-size stores, no second copy call).
-    out.get_mut(VLAN_TAG_LEN..)?.copy_from_slice(frame);
-    let (head, _) = out.split_first_chunk_mut::<{ MACS_LEN + VLAN_TAG_LEN }>()?;
-    let mut header = [0u8; MACS_LEN + VLAN_TAG_LEN];
-    header[..MACS_LEN].copy_from_slice(macs);
-    header[MACS_LEN..MACS_LEN + 2].copy_from_slice(&tag.tpid.to_be_bytes());
-    header[MACS_LEN + 2..].copy_from_slice(&tag.tci.to_be_bytes());
-    *head = header;
+    // The MACs and the tag as three words, then the rest in one copy call: nothing lives
+    // across the call, and no second call copies the MACs.
+    let (head, out_rest) = out.split_first_chunk_mut::<{ MACS_LEN + VLAN_TAG_LEN }>()?;
+    let word = u32::from(tag.tpid) << 16 | u32::from(tag.tci);
+    let (out_macs, out_tag) = head.split_at_mut(MACS_LEN);
+    out_macs[..8].copy_from_slice(&u64::from_ne_bytes(*macs_head).to_ne_bytes());
+    out_macs[8..].copy_from_slice(&u32::from_ne_bytes(*macs_tail).to_ne_bytes());
+    out_tag.copy_from_slice(&word.to_be_bytes());
+    out_rest.copy_from_slice(rest);
     Some(len)
 }
 

@@ -9,7 +9,7 @@ use std::io;
 use std::time::Duration;
 
 use common::{is_root, tagged, test_frame, wait_until, Netns};
-use ports::trunk::{copy_untagged, vlan_tag, Demux, VlanMap};
+use ports::trunk::{vlan_tag, Refused, VlanMap};
 use ports::{AfPacketPort, AnyPort, PacketPort, PortOptions, RingKind, XdpOptions, XdpPort};
 
 /// Logical ports 1..=4 on VLANs 101..=104, and the native VLAN as port 9.
@@ -39,27 +39,28 @@ fn outputs() -> Vec<(u32, Vec<u8>)> {
     out
 }
 
-/// Receives until `want` frames have been demuxed (or two seconds pass): (logical port,
-/// untagged frame) for those that enter, and the drops.
-fn demux_all(
+/// Receives until `want` frames have been taken in (or two seconds pass): (logical port,
+/// untagged frame) for those that enter a port, and why the others did not.
+fn receive_all(
     port: &mut impl PacketPort,
     map: &VlanMap,
     want: usize,
-) -> (Vec<(u32, Vec<u8>)>, Vec<Demux>) {
-    let (mut entered, mut dropped) = (Vec::new(), Vec::new());
+) -> (Vec<(u32, Vec<u8>)>, Vec<Refused>) {
+    let (mut entered, mut refused) = (Vec::new(), Vec::new());
     wait_until(Duration::from_secs(2), || {
-        port.recv_burst(256, |frame| match map.demux(&frame) {
-            Demux::Port { port, tag } => {
-                let mut buf = vec![0u8; 2048];
-                let n = copy_untagged(&frame, tag, &mut buf).expect("fits");
-                buf.truncate(n);
-                entered.push((port, buf));
+        port.recv_burst(256, |frame| {
+            let mut buf = vec![0u8; 2048];
+            match map.receive(&frame, &mut buf) {
+                Ok((port, n)) => {
+                    buf.truncate(n);
+                    entered.push((port, buf));
+                }
+                Err(why) => refused.push(why),
             }
-            other => dropped.push(other),
         });
-        entered.len() + dropped.len() >= want
+        entered.len() + refused.len() >= want
     });
-    (entered, dropped)
+    (entered, refused)
 }
 
 fn send_tagged_all(port: &mut impl PacketPort, map: &VlanMap, frames: &[(u32, Vec<u8>)]) {
@@ -103,7 +104,7 @@ fn logical_ports_cross_an_afpacket_trunk() {
         let mut trunk = AfPacketPort::open("t1", &opts).unwrap();
         let sent = outputs();
         send_tagged_all(&mut legacy, &map, &sent);
-        let (entered, dropped) = demux_all(&mut trunk, &map, sent.len());
+        let (entered, dropped) = receive_all(&mut trunk, &map, sent.len());
         assert_eq!(entered, sent, "{ring:?}");
         assert!(dropped.is_empty());
         let st = legacy.stats();
@@ -116,9 +117,9 @@ fn logical_ports_cross_an_afpacket_trunk() {
         assert!(legacy.send_tagged(&plain, vlan_tag(200)));
         assert!(legacy.send(&plain));
         legacy.flush().unwrap();
-        let (entered, dropped) = demux_all(&mut trunk, &map, 2);
+        let (entered, dropped) = receive_all(&mut trunk, &map, 2);
         assert_eq!(entered, vec![(9, plain.clone())]);
-        assert_eq!(dropped, vec![Demux::UnknownVid(200)]);
+        assert_eq!(dropped, vec![Refused::UnknownVid(200)]);
 
         // The tag must fit the MTU: a 1515-byte frame cannot take one, a runt is refused.
         assert!(!legacy.send_tagged(&test_frame(1, 1515), vlan_tag(101)));
@@ -144,11 +145,11 @@ fn logical_ports_cross_an_xdp_trunk_both_ways() {
     let sent = outputs();
     // Into the AF_XDP port: the tags stay in the bytes, the map finds them there.
     send_tagged_all(&mut peer, &map, &sent);
-    let (entered, dropped) = demux_all(&mut xdp, &map, sent.len());
+    let (entered, dropped) = receive_all(&mut xdp, &map, sent.len());
     assert_eq!(entered, sent);
     assert!(dropped.is_empty());
     // Out of the AF_XDP port: tagged in its UMEM chunk, removed by the peer's kernel.
     send_tagged_all(&mut xdp, &map, &sent);
-    let (entered, _) = demux_all(&mut peer, &map, sent.len());
+    let (entered, _) = receive_all(&mut peer, &map, sent.len());
     assert_eq!(entered, sent);
 }

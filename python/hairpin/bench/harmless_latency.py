@@ -6,11 +6,12 @@ L2 table of 1,000 MAC addresses, without and with background traffic (docs/bench
 ``python -m hairpin.bench.harmless_latency [--pings 1000] [--load-mbps 200] [--json FILE]``
 (root; hairpind from target/release or $HAIRPIN_BIN).
 
-Each cell is ``ping -c N -i 0.01`` between two hosts, mean and deviation (ping's mdev) of the
-round trips; hosts have static neighbour entries, so only the pings cross the switch. The
-background load is an iperf3 UDP stream at a fixed rate between two other hosts through the
-same switches. The legacy switch alone runs NORMAL whatever the column: its two columns are
-the same configuration measured twice.
+Each cell is ``ping -c N -i 0.01`` between two hosts: mean and deviation of the round trips
+(the paper's figures), with the median and 99th percentile beside them. Hosts have static
+neighbour entries, so only the pings cross the switch. The background load is an iperf3 UDP
+stream at a fixed rate between two other hosts through the same switches. The legacy switch
+alone runs NORMAL whatever the column: its two columns are the same configuration measured
+twice.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import os
 import random
 import re
+import statistics
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -33,7 +35,7 @@ from hairpin.testing.topology import background, hairpin_star, wait_until
 
 IPERF_PORT = 16810
 L2_FLOWS = 1000
-RTT = re.compile(r"rtt min/avg/max/mdev = ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms")
+RTT = re.compile(r"time=([\d.]+) ms")
 
 
 def machine() -> dict[str, Any]:
@@ -95,13 +97,25 @@ def flow_lines(
     return lines
 
 
-def ping(src: Host, dst: Host, count: int) -> tuple[float, float]:
-    """Mean and deviation of ``count`` round trips, in microseconds."""
-    out = src.ns.run("ping", "-q", "-n", "-c", str(count), "-i", "0.01", dst.address).stdout
-    match = RTT.search(out)
-    if match is None:
-        raise RuntimeError(f"ping {src.address} -> {dst.address} failed:\n{out}")
-    return float(match.group(2)) * 1000, float(match.group(4)) * 1000
+def ping(src: Host, dst: Host, count: int) -> list[float]:
+    """The round trips of ``count`` pings, in microseconds (lost ones left out)."""
+    out = src.ns.run("ping", "-n", "-c", str(count), "-i", "0.01", dst.address, check=False).stdout
+    rtts = [float(ms) * 1000 for ms in RTT.findall(out)]
+    if len(rtts) < count // 2:
+        raise RuntimeError(f"ping {src.address} -> {dst.address} lost most replies:\n{out}")
+    return rtts
+
+
+def summary(rtts: list[float]) -> dict[str, float]:
+    """Mean and deviation (the paper's figures), and the median and 99th percentile."""
+    ordered = sorted(rtts)
+    return {
+        "mean_us": round(statistics.fmean(rtts), 1),
+        "dev_us": round(statistics.pstdev(rtts), 1),
+        "median_us": round(statistics.median(rtts), 1),
+        "p99_us": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 1),
+        "replies": len(rtts),
+    }
 
 
 @contextmanager
@@ -115,7 +129,7 @@ def load(client: Host, server: Host, mbps: float, workdir: Path) -> Iterator[Non
     client_args += ["--bitrate", f"{mbps}M", "--length", "1000", "--time", "3600"]
     with background(server.ns, server_args, workdir / "iperf3-server.log"):
         listening = wait_until(
-            lambda: bool(server.ns.run("ss", "-Hlun", f"sport = :{IPERF_PORT}").stdout), 10.0
+            lambda: bool(server.ns.run("ss", "-Hltn", f"sport = :{IPERF_PORT}").stdout), 10.0
         )
         assert listening, "iperf3 server did not start"
         with background(client.ns, client_args, workdir / "iperf3-client.log"):
@@ -136,17 +150,15 @@ def measure_cells(
         ping(*probe, 20)  # warm up the path
         for mbps in (0.0, args.load_mbps):
             with load(*loaders, mbps, workdir):
-                mean, dev = ping(*probe, args.pings)
-            row = {
-                "setup": name,
-                "pipeline": pipeline,
-                "load_mbps": mbps,
-                "mean_us": round(mean, 1),
-                "dev_us": round(dev, 1),
-                "pings": args.pings,
-                "loadavg": loadavg(),
-            }
-            print(f"{name:<12} {pipeline:<7} load {mbps:>5.0f} Mbit/s: {mean:8.1f} ± {dev:6.1f} µs")
+                figures = summary(ping(*probe, args.pings))
+            row = {"setup": name, "pipeline": pipeline, "load_mbps": mbps, **figures}
+            row["loadavg"] = loadavg()
+            print(
+                f"{name:<9} {pipeline:<6} load {mbps:>4.0f} Mbit/s: "
+                f"{figures['mean_us']:7.0f} ± {figures['dev_us']:6.0f} µs, "
+                f"median {figures['median_us']:6.0f}, p99 {figures['p99_us']:6.0f} "
+                f"({figures['replies']} replies; load average {' '.join(row['loadavg'])})"
+            )
             rows.append(row)
     return rows
 

@@ -16,7 +16,7 @@ use std::time::SystemTime;
 
 use agent::Agent;
 use dataplane::batch::PacketBatch;
-use ports::trunk::{copy_untagged, Demux, VlanMap};
+use ports::trunk::{Refused, VlanMap};
 use ports::{AnyPort, PacketPort, PcapWriter, SocketCounters, VlanTag};
 use switch_core::ports::IoCounters;
 
@@ -203,12 +203,25 @@ impl ThreadPorts {
                     batch.push_with(port_no, |buf| frame.copy_restored(buf).unwrap_or(0));
                 })
             }
-            Ingress::Trunk(trunk) => io.recv_burst(max, |frame| match trunk.vlans.demux(&frame) {
-                Demux::Port { port, tag } => {
-                    batch.push_with(port, |buf| copy_untagged(&frame, tag, buf).unwrap_or(0));
-                }
-                Demux::UnknownVid(_) => trunk.unknown_vlan += 1,
-                Demux::Untagged => trunk.untagged += 1,
+            Ingress::Trunk(trunk) => io.recv_burst(max, |frame| {
+                let TrunkIngress {
+                    vlans,
+                    unknown_vlan,
+                    untagged,
+                    ..
+                } = trunk;
+                batch.push_from(|buf| match vlans.receive(&frame, buf) {
+                    Ok(entered) => Some(entered),
+                    Err(Refused::UnknownVid(_)) => {
+                        *unknown_vlan += 1;
+                        None
+                    }
+                    Err(Refused::Untagged) => {
+                        *untagged += 1;
+                        None
+                    }
+                    Err(Refused::TooLong) => None,
+                });
             }),
         };
         if self.captures {
