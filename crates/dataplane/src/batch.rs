@@ -255,4 +255,18 @@ mod tests {
         assert_eq!(batch.packet(1).expect("pushed").1, &[2; 64]);
         assert!(batch.packet_mut(2).is_none(), "only pushed packets");
     }
+
+    #[test]
+    fn a_push_from_names_its_port_or_adds_nothing() {
+        let mut batch = PacketBatch::new(2, 128);
+        assert!(!batch.push_from(|_| None), "refused by its fill");
+        assert!(!batch.push_from(|_| Some((3, 200))), "longer than a slot");
+        assert!(!batch.push_from(|_| Some((3, 0))), "empty");
+        assert!(batch.push_from(|buf| {
+            buf[..4].copy_from_slice(&[1, 2, 3, 4]);
+            Some((9, 4))
+        }));
+        assert_eq!(batch.len(), 1);
+        assert_eq!(batch.packet(0), Some((9, &[1u8, 2, 3, 4][..])));
+    }
 }
