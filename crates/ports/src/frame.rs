@@ -56,27 +56,21 @@ impl RxFrame<'_> {
 /// is too small.
 #[inline]
 pub fn write_tagged(frame: &[u8], tag: VlanTag, dst: &mut [u8]) -> Option<usize> {
-    let (Some(macs_head), Some(macs_tail)) = (
-        frame.first_chunk::<8>(),
-        frame.get(8..).and_then(<[u8]>::first_chunk::<4>),
-    ) else {
+    let Some((macs, rest)) = frame.split_first_chunk::<MACS_LEN>() else {
         let out = dst.get_mut(..frame.len())?;
         out.copy_from_slice(frame);
         return Some(out.len());
     };
-    let rest = frame.get(MACS_LEN..)?;
-    let len = frame.len() + VLAN_TAG_LEN;
-    let out = dst.get_mut(..len)?;
-    // The MACs and the tag as three words, then the rest in one copy call: nothing lives
-    // across the call, and no second call copies the MACs.
+    let out = dst.get_mut(..frame.len() + VLAN_TAG_LEN)?;
     let (head, out_rest) = out.split_first_chunk_mut::<{ MACS_LEN + VLAN_TAG_LEN }>()?;
+    // The MACs and the tag as words, then the rest in one copy call: nothing lives across the
+    // call, and no second call copies the MACs.
     let word = u32::from(tag.tpid) << 16 | u32::from(tag.tci);
-    let (out_macs, out_tag) = head.split_at_mut(MACS_LEN);
-    out_macs[..8].copy_from_slice(&u64::from_ne_bytes(*macs_head).to_ne_bytes());
-    out_macs[8..].copy_from_slice(&u32::from_ne_bytes(*macs_tail).to_ne_bytes());
-    out_tag.copy_from_slice(&word.to_be_bytes());
+    head[..8].copy_from_slice(&macs[..8]);
+    head[8..MACS_LEN].copy_from_slice(&macs[8..]);
+    head[MACS_LEN..].copy_from_slice(&word.to_be_bytes());
     out_rest.copy_from_slice(rest);
-    Some(len)
+    Some(frame.len() + VLAN_TAG_LEN)
 }
 
 /// One socket's counters, in the shape of OpenFlow port statistics.
