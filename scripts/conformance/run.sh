@@ -9,11 +9,19 @@
 #   namespace <prefix>-tst: OVS tester bridge with ports 1,2,3 = s1,s2,s3 (cabled to t1,t2,t3),
 #       connecting to tcp:10.254.0.1:PORT over a control cable (c0 <-> c0)
 #
-# Usage: scripts/conformance/run.sh [--target ovs|hairpind] [--sets match,action,group,meter]
+# Target harmless (seed 000): the tester's cables end on access ports ge1,ge2,ge3 of a legacy
+# switch (a standalone Open vSwitch in namespace <prefix>-leg, VLANs 101-103, QinQ tunnel so
+# tagged frames cross), whose trunk up0 goes to interface tr0 of hairpind in <prefix>-ctl, where
+# the three VLANs are OpenFlow ports 1,2,3.
+#
+# Usage: scripts/conformance/run.sh [--target ovs|hairpind|harmless] [--sets match,action,...]
 #            [--target-dpid HEX] [--tester-dpid HEX] [--port N] [--out DIR] [--only GLOB]
-# --only GLOB runs only the cases whose file name matches the shell pattern (e.g. '*DSCP*').
+# --only GLOB[,GLOB...] runs only the cases whose file name matches one of the shell patterns
+# (e.g. '*DSCP*').
 # A new target is a function start_target_NAME that starts the switch in namespace $CTL_NS with
-# ports t1 t2 t3 as 1 2 3 and datapath id $TARGET_DPID, connecting to tcp:127.0.0.1:$OF_PORT.
+# ports t1 t2 t3 as 1 2 3 and datapath id $TARGET_DPID, connecting to tcp:127.0.0.1:$OF_PORT;
+# a target cabled otherwise also has cable_target_NAME TESTER_NS (the default cables t1..t3 in
+# $CTL_NS to s1..s3 in the tester's namespace).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -68,6 +76,39 @@ start_target_hairpind() {
     hp_on_exit "kill $! 2>/dev/null; wait $! 2>/dev/null"
 }
 
+# The legacy switch in front of hairpind: access ports ge1..ge3 (VLANs 101..103, tunnelling the
+# tester's own tags) to the tester's s1..s3, and the trunk up0 to tr0 in $CTL_NS. The trunk's
+# MTU leaves room for the outer tag over a tagged full-size frame.
+cable_target_harmless() {
+    local tst_ns=$1 legacy_ns=$PREFIX-leg i
+    local args=(-- set Open_vSwitch . other_config:vlan-limit=0
+        -- add-br br0 -- set bridge br0 datapath_type=netdev fail-mode=standalone
+        other-config:forward-bpdu=true)
+    netns_create "$legacy_ns"
+    for i in 1 2 3; do
+        netns_link "$legacy_ns" "ge$i" "$tst_ns" "s$i"
+        args+=(-- add-port br0 "ge$i" -- set port "ge$i" "tag=$((100 + i))"
+            vlan_mode=dot1q-tunnel other_config:qinq-ethtype=802.1q)
+    done
+    netns_link "$legacy_ns" up0 "$CTL_NS" tr0
+    ip -n "$legacy_ns" link set up0 mtu 1504
+    ip -n "$CTL_NS" link set tr0 mtu 1504
+    args+=(-- add-port br0 up0 -- set port up0 "trunks=101,102,103" vlan_mode=trunk)
+    ovs_start "$PREFIX-legacy" "$legacy_ns"
+    ovs_vsctl "$PREFIX-legacy" "${args[@]}"
+    ip -n "$legacy_ns" link set br0 up
+}
+
+start_target_harmless() {
+    [[ -x $HAIRPIND ]] || hp_die "no hairpind at $HAIRPIND (cargo build --release, or set HAIRPIND)"
+    ip netns exec "$CTL_NS" "$HAIRPIND" --datapath-id "0x$TARGET_DPID" \
+        --controller "tcp:127.0.0.1:$OF_PORT" --listen "punix:$OUT/$SET-hairpind.sock" \
+        --control-socket "$OUT/$SET-hairpind.ctl" --trunk legacy=tr0 \
+        --port 1=legacy:101:ge1 --port 2=legacy:102:ge2 --port 3=legacy:103:ge3 \
+        >"$OUT/$SET-hairpind.log" 2>&1 &
+    hp_on_exit "kill $! 2>/dev/null; wait $! 2>/dev/null"
+}
+
 # run_set SET: one set on a fresh topology; prints "SET: passed/total (seconds)".
 run_set() {
     SET=$1
@@ -82,16 +123,24 @@ run_set() {
         local subset=$OUT/$SET-cases
         rm -rf "$subset"
         mkdir -p "$subset"
-        find "$dir" -name "$ONLY" -exec cp {} "$subset/" \;
+        local pattern patterns
+        IFS=, read -ra patterns <<<"$ONLY"
+        for pattern in "${patterns[@]}"; do
+            find "$dir" -name "$pattern" -exec cp {} "$subset/" \;
+        done
         [[ -n $(ls -A "$subset") ]] || hp_die "no case of $SET matches $ONLY"
         dir=$subset
     fi
 
     netns_create "$CTL_NS"
     netns_create "$tst_ns"
-    netns_link "$CTL_NS" t1 "$tst_ns" s1
-    netns_link "$CTL_NS" t2 "$tst_ns" s2
-    netns_link "$CTL_NS" t3 "$tst_ns" s3
+    if declare -F "cable_target_$TARGET" >/dev/null; then
+        "cable_target_$TARGET" "$tst_ns"
+    else
+        netns_link "$CTL_NS" t1 "$tst_ns" s1
+        netns_link "$CTL_NS" t2 "$tst_ns" s2
+        netns_link "$CTL_NS" t3 "$tst_ns" s3
+    fi
     netns_link "$CTL_NS" c0 "$tst_ns" c0
     ip -n "$CTL_NS" addr add 10.254.0.1/30 dev c0
     ip -n "$tst_ns" addr add 10.254.0.2/30 dev c0

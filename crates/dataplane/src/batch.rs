@@ -148,6 +148,13 @@ impl PacketBatch {
     /// Lets `fill` write a frame straight into the next slot (zero-copy receive) and return
     /// its length; false (and nothing added) when full or `fill` returns 0 or too much.
     pub fn push_with(&mut self, in_port: u32, fill: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        self.push_from(|buf| Some((in_port, fill(buf))))
+    }
+
+    /// Lets `fill` write a frame into the next slot and name the port it entered on (a
+    /// trunk's frame learns its port as it is copied); false (and nothing added) when full or
+    /// `fill` returns `None`, a length of 0 or too much.
+    pub fn push_from(&mut self, fill: impl FnOnce(&mut [u8]) -> Option<(u32, usize)>) -> bool {
         if self.is_full() {
             return false;
         }
@@ -155,7 +162,9 @@ impl PacketBatch {
         let Some(buf) = self.data.get_mut(base + start..base + start + max) else {
             return false;
         };
-        let len = fill(buf);
+        let Some((in_port, len)) = fill(buf) else {
+            return false;
+        };
         if len == 0 || len > max {
             return false;
         }
@@ -245,5 +254,19 @@ mod tests {
         assert_eq!(&first[..7], &[9, 9, 9, 9, 9, 9, 1]);
         assert_eq!(batch.packet(1).expect("pushed").1, &[2; 64]);
         assert!(batch.packet_mut(2).is_none(), "only pushed packets");
+    }
+
+    #[test]
+    fn a_push_from_names_its_port_or_adds_nothing() {
+        let mut batch = PacketBatch::new(2, 128);
+        assert!(!batch.push_from(|_| None), "refused by its fill");
+        assert!(!batch.push_from(|_| Some((3, 200))), "longer than a slot");
+        assert!(!batch.push_from(|_| Some((3, 0))), "empty");
+        assert!(batch.push_from(|buf| {
+            buf[..4].copy_from_slice(&[1, 2, 3, 4]);
+            Some((9, 4))
+        }));
+        assert_eq!(batch.len(), 1);
+        assert_eq!(batch.packet(0), Some((9, &[1u8, 2, 3, 4][..])));
     }
 }

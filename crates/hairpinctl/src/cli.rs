@@ -105,6 +105,47 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::controllets::ControlletCommand,
     },
+    /// Tell the switch a legacy port's link went up or down (and its speed): the controllers
+    /// get PORT_STATUS (control socket, `port/set-link`).
+    SetPortLink {
+        port: u32,
+        state: LinkState,
+        /// The legacy port's speed in Mbit/s.
+        #[arg(long)]
+        speed_mbps: Option<u32>,
+    },
+    /// Trunks with their counters and legacy ports (control socket, `trunk/show`).
+    ShowTrunks,
+}
+
+/// A link state as the operator writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LinkState {
+    Up,
+    Down,
+}
+
+impl Command {
+    /// The management method and params a control-socket command stands for (`None`: an
+    /// OpenFlow command).
+    pub fn control_call(&self) -> Option<(String, Option<serde_json::Value>)> {
+        match self {
+            Command::Call { method, .. } => Some((method.clone(), None)),
+            Command::SetPortLink {
+                port,
+                state,
+                speed_mbps,
+            } => {
+                let mut params = serde_json::json!({ "port": port, "up": *state == LinkState::Up });
+                if let Some(speed) = speed_mbps {
+                    params["speed_mbps"] = serde_json::json!(speed);
+                }
+                Some(("port/set-link".into(), Some(params)))
+            }
+            Command::ShowTrunks => Some(("trunk/show".into(), Some(serde_json::Value::Null))),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

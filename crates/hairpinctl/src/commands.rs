@@ -27,9 +27,13 @@ const ERROR_POLL_INTERVAL: usize = 1024;
 /// Connects to the target and runs the command, printing to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CtlError> {
     let timeout = Duration::from_secs(cli.timeout);
-    if let Command::Call { method, params } = &cli.command {
-        let params = control::parse_params(params.as_deref())?;
-        let result = control::call(&cli.control, timeout, method, params)?;
+    if let Some((method, params)) = cli.command.control_call() {
+        let params = match (params, &cli.command) {
+            (Some(params), _) => params,
+            (None, Command::Call { params, .. }) => control::parse_params(params.as_deref())?,
+            (None, _) => serde_json::Value::Null,
+        };
+        let result = control::call(&cli.control, timeout, &method, params)?;
         return write_out(out, &control::format_result(&result));
     }
     if let Command::Controllet { command } = &cli.command {
@@ -170,8 +174,11 @@ pub fn execute(
             apply(conn, std::iter::empty::<(Message, Option<String>)>())?;
             write_out(out, "OFPT_BARRIER_REPLY (OF1.3)\n")
         }
-        Command::Call { .. } | Command::Controllet { .. } => Err(CtlError::Usage(
-            "`call` goes to the control socket, not to an OpenFlow connection".into(),
+        Command::Call { .. }
+        | Command::Controllet { .. }
+        | Command::SetPortLink { .. }
+        | Command::ShowTrunks => Err(CtlError::Usage(
+            "management commands go to the control socket, not to an OpenFlow connection".into(),
         )),
     }
 }

@@ -299,4 +299,10 @@ fn management_commands_go_to_the_control_socket() {
     assert!(err.contains("unknown method `no/such`"), "{err}");
     let err = d.fails(&["call", "version", "{not json"]);
     assert!(err.contains("params are not JSON"), "{err}");
+    // The logical-port commands answer on a daemon without trunks, and refuse what it lacks.
+    assert_eq!(d.ok(&["show-trunks"]).trim(), "[]");
+    let err = d.fails(&["set-port-link", "5", "down", "--speed-mbps", "100"]);
+    assert!(err.contains("no port 5"), "{err}");
+    let err = d.fails(&["call", "port/set-link", r#"{"port": 5}"#]);
+    assert!(err.contains("missing field `up`"), "{err}");
 }

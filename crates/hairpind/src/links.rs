@@ -1,7 +1,7 @@
 //! Linux interfaces as OpenFlow ports: their descriptions, their sockets, and the netlink
-//! monitor that turns link changes into PORT_STATUS messages.
+//! monitor that turns link changes into PORT_STATUS messages (a trunk's, through its legacy
+//! ports: [`crate::legacy`]).
 
-use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,16 +16,22 @@ use ports::{
     RingKind, TapPort, XdpOptions,
 };
 
-use crate::config::{PortBinding, PortIo, RxRing};
-use crate::datapath::ports::PortSet;
+use crate::config::{PortIo, RxRing};
+use crate::datapath::ports::ThreadPorts;
+use crate::legacy::LegacyLinks;
+use crate::portmap::{PortMap, Role};
 
-/// Fanout group shared by the threads of one daemon (any 16-bit id unique on the host).
-fn fanout_group() -> u16 {
-    (std::process::id() & 0xffff) as u16
+/// Fanout group of the threads' sockets on the daemon's `interface`-th interface. The kernel
+/// binds a group to one interface, so each interface needs its own id; ids are per network
+/// namespace, so they are drawn from the process id to differ from other daemons'.
+fn fanout_group(interface: usize) -> u16 {
+    (std::process::id() as u16)
+        .wrapping_mul(61)
+        .wrapping_add(interface as u16)
 }
 
 /// `ofp_port_features` bit for a full-duplex link speed, where OpenFlow names one.
-fn speed_feature(mbps: u32) -> u32 {
+pub fn speed_feature(mbps: u32) -> u32 {
     match mbps {
         10 => ofp::OFPPF_10MB_FD,
         100 => ofp::OFPPF_100MB_FD,
@@ -71,50 +77,60 @@ pub fn describe(port_no: u32, ifname: &str) -> io::Result<Port> {
     })
 }
 
-/// Announces every configured port to the switch core.
-pub fn add_ports(agent: &Agent, ports: &BTreeMap<u32, PortBinding>) -> io::Result<()> {
+/// Announces every configured port to the switch core: interfaces as they are, legacy
+/// ports as `legacy` describes them.
+pub fn add_ports(agent: &Agent, map: &PortMap, legacy: &LegacyLinks) -> io::Result<()> {
     let now = switch_core::clock::now_ns();
-    for (port_no, binding) in ports {
-        let desc = describe(*port_no, &binding.ifname)?;
-        agent.with_switch(|s| s.add_port(desc, now));
+    let mut descs = legacy.descriptions();
+    for (port_no, port) in &map.ports {
+        if port.legacy.is_none() {
+            descs.push(describe(*port_no, &map.interfaces[port.interface].ifname)?);
+        }
     }
-    agent.with_switch(|s| s.publish());
+    agent.with_switch(|s| {
+        for desc in descs {
+            s.add_port(desc, now);
+        }
+        s.publish();
+    });
     Ok(())
 }
 
-/// Opens one datapath thread's sockets on every port (in a fanout group when several threads
-/// share the interfaces).
-pub fn open_ports(
-    ports: &BTreeMap<u32, PortBinding>,
-    threads: usize,
-    ring: RxRing,
-) -> io::Result<PortSet> {
-    let afpacket = PortOptions {
-        fanout_group: (threads > 1).then(fanout_group),
-        ring: match ring {
-            RxRing::Frames => RingKind::Frames,
-            RxRing::Blocks => RingKind::Blocks,
-        },
-        ..PortOptions::default()
-    };
-    let mut open = Vec::with_capacity(ports.len());
-    for (port_no, binding) in ports {
-        let ifname = &binding.ifname;
-        let kind = match binding.io {
-            PortIo::AfPacket => PortKind::AfPacket(afpacket.clone()),
+/// Opens one datapath thread's socket on every interface of `map` (in a fanout group when
+/// several threads share the interfaces).
+pub fn open_ports(map: &PortMap, threads: usize, ring: RxRing) -> io::Result<ThreadPorts> {
+    let mut open = Vec::with_capacity(map.interfaces.len());
+    for (index, interface) in map.interfaces.iter().enumerate() {
+        let afpacket = PortOptions {
+            fanout_group: (threads > 1).then(|| fanout_group(index)),
+            ring: match ring {
+                RxRing::Frames => RingKind::Frames,
+                RxRing::Blocks => RingKind::Blocks,
+            },
+            ..PortOptions::default()
+        };
+        let ifname = &interface.ifname;
+        let what = match &interface.role {
+            Role::Port(port_no) => format!("port {port_no}"),
+            Role::Trunk(trunk) => format!("trunk {}", trunk.name),
+        };
+        let kind = match interface.io {
+            PortIo::AfPacket => PortKind::AfPacket(afpacket),
             PortIo::Xdp => PortKind::Xdp {
                 xdp: XdpOptions::default(),
-                fallback: afpacket.clone(),
+                fallback: afpacket,
             },
         };
         let (port, fell_back) = open_port(ifname, &kind)
-            .map_err(|e| io::Error::new(e.kind(), format!("port {port_no} ({ifname}): {e}")))?;
+            .map_err(|e| io::Error::new(e.kind(), format!("{what} ({ifname}): {e}")))?;
         if let Some(reason) = fell_back {
-            eprintln!("hairpind: port {port_no} ({ifname}): AF_XDP unavailable ({reason}), using AF_PACKET");
+            eprintln!(
+                "hairpind: {what} ({ifname}): AF_XDP unavailable ({reason}), using AF_PACKET"
+            );
         }
-        open.push((*port_no, port));
+        open.push(port);
     }
-    Ok(PortSet::new(open))
+    Ok(ThreadPorts::new(map, open))
 }
 
 /// Creates the LOCAL port's TAP device, brings it up and announces it to the switch core.
@@ -143,44 +159,72 @@ fn wait_readable(fd: RawFd, timeout_ms: i32) {
     }
 }
 
-/// Follows link changes of the configured interfaces and raises PORT_STATUS for each.
+/// Follows link changes of the configured interfaces and raises PORT_STATUS for each port
+/// they change: a port's own interface changes that port, a trunk changes its legacy ports.
 pub fn spawn_monitor(
     agent: Agent,
-    ports: &BTreeMap<u32, PortBinding>,
+    map: Arc<PortMap>,
+    legacy: Arc<LegacyLinks>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<JoinHandle<()>> {
     let mut monitor = LinkMonitor::new()?;
-    let by_name: BTreeMap<String, u32> = ports
-        .iter()
-        .map(|(n, binding)| (binding.ifname.clone(), *n))
-        .collect();
-    let mut channels = agent.channels();
     std::thread::Builder::new()
         .name("hairpin-links".into())
         .spawn(move || {
+            // A link that changed between the ports' descriptions and the monitor's start
+            // raised no event: read every link once now that the monitor follows them.
+            for (interface, mapped) in map.interfaces.iter().enumerate() {
+                if let Ok(info) = link_info(&mapped.ifname) {
+                    let change = if info.up && info.running {
+                        LinkChange::Up
+                    } else {
+                        LinkChange::Down
+                    };
+                    follow(&agent, &map, &legacy, interface, change);
+                }
+            }
             while !stop.load(Ordering::Relaxed) {
                 wait_readable(monitor.fd(), 200);
                 let mut changes = Vec::new();
                 let _ = monitor.poll_events(|ev| {
-                    if let Some(port_no) = by_name.get(&ev.ifname) {
-                        changes.push((*port_no, ev.change));
+                    if let Some(interface) = map.interface_named(&ev.ifname) {
+                        changes.push((interface, ev.change));
                     }
                 });
-                for (port_no, change) in changes {
-                    let status = agent.with_switch(|s| {
-                        let status = match change {
-                            LinkChange::Up => s.set_link(port_no, true),
-                            LinkChange::Down => s.set_link(port_no, false),
-                            LinkChange::Removed => s.remove_port(port_no),
-                            LinkChange::Added | LinkChange::Modified => None,
-                        };
-                        s.publish();
-                        status
-                    });
-                    if let Some(status) = status {
-                        channels.send(Event::PortStatus(status));
-                    }
+                for (interface, change) in changes {
+                    follow(&agent, &map, &legacy, interface, change);
                 }
             }
         })
+}
+
+/// Applies one link change of interface `interface` to the ports on it, announcing each
+/// port it changes.
+fn follow(
+    agent: &Agent,
+    map: &PortMap,
+    legacy: &LegacyLinks,
+    interface: usize,
+    change: LinkChange,
+) {
+    let up = match change {
+        LinkChange::Up => true,
+        LinkChange::Down | LinkChange::Removed => false,
+        LinkChange::Added | LinkChange::Modified => return,
+    };
+    let port_no = match &map.interfaces[interface].role {
+        Role::Trunk(_) => return legacy.trunk_changed(agent, interface, up),
+        Role::Port(port_no) => *port_no,
+    };
+    let status = agent.with_switch(|s| {
+        let status = match change {
+            LinkChange::Removed => s.remove_port(port_no),
+            _ => s.set_link(port_no, up),
+        };
+        s.publish();
+        status
+    });
+    if let Some(status) = status {
+        agent.channels().send(Event::PortStatus(status));
+    }
 }

@@ -4,7 +4,9 @@
 mod config;
 mod control;
 mod datapath;
+mod legacy;
 mod links;
+mod portmap;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,7 +58,9 @@ fn run(settings: Settings) -> std::io::Result<()> {
         Box::new(packet_out_sender),
     );
     let agent = Agent::new(switch, AgentConfig::default());
-    links::add_ports(&agent, &settings.ports)?;
+    let map = Arc::new(portmap::PortMap::new(&settings).map_err(std::io::Error::other)?);
+    let legacy = Arc::new(legacy::LegacyLinks::new(Arc::clone(&map))?);
+    links::add_ports(&agent, &map, &legacy)?;
 
     let stop = Arc::new(AtomicBool::new(false));
     let threads = settings.datapath_threads;
@@ -67,7 +71,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
     };
     let mut handles = Vec::with_capacity(threads + 1);
     for index in 0..threads {
-        let mut ports = links::open_ports(&settings.ports, threads, settings.rx_ring)?;
+        let mut ports = links::open_ports(&map, threads, settings.rx_ring)?;
         if let Some((port_no, tap)) = local.take() {
             ports.push(port_no, tap);
         }
@@ -94,7 +98,8 @@ fn run(settings: Settings) -> std::io::Result<()> {
     }
     handles.push(links::spawn_monitor(
         agent.clone(),
-        &settings.ports,
+        Arc::clone(&map),
+        Arc::clone(&legacy),
         Arc::clone(&stop),
     )?);
 
@@ -111,6 +116,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
         .collect();
     let mut registry = control::Registry::new();
     control::templates::register(&mut registry, agent.clone());
+    control::ports::register(&mut registry, &agent, &legacy);
     let result = runtime.block_on(serve(agent, settings, registry));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {

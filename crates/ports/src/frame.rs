@@ -1,7 +1,7 @@
 //! What a port hands to its consumer, and the counters every port keeps.
 
 /// Length of the two MAC addresses that precede an 802.1Q tag on the wire.
-const MACS_LEN: usize = 12;
+pub(crate) const MACS_LEN: usize = 12;
 /// Length of an 802.1Q / 802.1ad tag (TPID + TCI).
 pub const VLAN_TAG_LEN: usize = 4;
 /// Ethernet header length without any tag.
@@ -40,22 +40,37 @@ impl RxFrame<'_> {
     /// Writes the frame exactly as it was on the wire (the stripped tag put back right
     /// after the MAC addresses) into `dst`; `None` if `dst` is too small.
     pub fn copy_restored(&self, dst: &mut [u8]) -> Option<usize> {
-        let len = self.wire_len();
-        let out = dst.get_mut(..len)?;
         match self.vlan {
-            Some(tag) if self.data.len() >= MACS_LEN => {
-                let (macs, rest) = self.data.split_at(MACS_LEN);
-                let (out_macs, out_rest) = out.split_at_mut(MACS_LEN);
-                out_macs.copy_from_slice(macs);
-                let (out_tag, out_payload) = out_rest.split_at_mut(VLAN_TAG_LEN);
-                out_tag[..2].copy_from_slice(&tag.tpid.to_be_bytes());
-                out_tag[2..].copy_from_slice(&tag.tci.to_be_bytes());
-                out_payload.copy_from_slice(rest);
+            Some(tag) => write_tagged(self.data, tag, dst),
+            None => {
+                let out = dst.get_mut(..self.data.len())?;
+                out.copy_from_slice(self.data);
+                Some(out.len())
             }
-            _ => out.copy_from_slice(self.data),
         }
-        Some(len)
     }
+}
+
+/// Writes `frame` into `dst` with `tag` inserted right after its MAC addresses (a frame
+/// too short to have them is written as it is); the length written, or `None` if `dst`
+/// is too small.
+#[inline]
+pub fn write_tagged(frame: &[u8], tag: VlanTag, dst: &mut [u8]) -> Option<usize> {
+    let Some((macs, rest)) = frame.split_first_chunk::<MACS_LEN>() else {
+        let out = dst.get_mut(..frame.len())?;
+        out.copy_from_slice(frame);
+        return Some(out.len());
+    };
+    let out = dst.get_mut(..frame.len() + VLAN_TAG_LEN)?;
+    let (head, out_rest) = out.split_first_chunk_mut::<{ MACS_LEN + VLAN_TAG_LEN }>()?;
+    // The MACs and the tag as words, then the rest in one copy call: nothing lives across the
+    // call, and no second call copies the MACs.
+    let word = u32::from(tag.tpid) << 16 | u32::from(tag.tci);
+    head[..8].copy_from_slice(&macs[..8]);
+    head[8..MACS_LEN].copy_from_slice(&macs[8..]);
+    head[MACS_LEN..].copy_from_slice(&word.to_be_bytes());
+    out_rest.copy_from_slice(rest);
+    Some(frame.len() + VLAN_TAG_LEN)
 }
 
 /// One socket's counters, in the shape of OpenFlow port statistics.
@@ -86,6 +101,12 @@ pub(crate) fn fits_mtu(frame: &[u8], mtu: u32) -> bool {
         ETH_HEADER_LEN
     };
     frame.len() <= mtu as usize + l2
+}
+
+/// Whether `frame` with an outer tag inserted fits the interface MTU (the tag is the
+/// one allowance [`fits_mtu`] makes, so what follows it must fit the MTU itself).
+pub(crate) fn fits_mtu_tagged(frame: &[u8], mtu: u32) -> bool {
+    frame.len() >= ETH_HEADER_LEN && frame.len() <= mtu as usize + ETH_HEADER_LEN
 }
 
 #[cfg(test)]

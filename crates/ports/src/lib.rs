@@ -9,6 +9,8 @@
 //! - [`TapPort`]: a TAP device for the OpenFlow LOCAL port.
 //! - [`PcapWriter`] / [`PcapReader`]: classic pcap files for debugging and replay.
 //! - [`LinkMonitor`], [`link_info`]: interface state through netlink and ioctls.
+//! - [`trunk`]: 802.1Q trunks split into logical ports by VLAN id (HARMLESS): the VLAN map,
+//!   tag removal on receive; [`PacketPort::send_tagged`] puts a logical port's tag back.
 //!
 //! Every port kind implements [`PacketPort`]; [`AnyPort`] holds any of them.
 
@@ -20,11 +22,12 @@ mod pcap;
 mod port;
 mod sys;
 mod tap;
+pub mod trunk;
 mod vnet;
 mod xdp;
 
 pub use afpacket::{AfPacketPort, PortOptions, RingKind};
-pub use frame::{RxFrame, SocketCounters, VlanTag, ETH_HEADER_LEN, VLAN_TAG_LEN};
+pub use frame::{write_tagged, RxFrame, SocketCounters, VlanTag, ETH_HEADER_LEN, VLAN_TAG_LEN};
 pub use link::{link_info, set_link_up, LinkChange, LinkEvent, LinkInfo, LinkMonitor};
 pub use pcap::{PcapReader, PcapRecord, PcapWriter, TimestampPrecision};
 pub use port::{AnyPort, PacketPort};

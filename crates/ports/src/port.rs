@@ -3,7 +3,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::frame::{RxFrame, SocketCounters};
+use crate::frame::{RxFrame, SocketCounters, VlanTag};
 use crate::{AfPacketPort, TapPort, XdpPort};
 
 /// Batch receive, queued send with one kick per batch, an fd to sleep on, counters.
@@ -12,6 +12,9 @@ pub trait PacketPort {
     fn recv_burst<F: FnMut(RxFrame<'_>)>(&mut self, max: usize, f: F) -> usize;
     /// Queues a frame; `false` means it was dropped (and counted).
     fn send(&mut self, frame: &[u8]) -> bool;
+    /// Queues `frame` with `tag` inserted after its MAC addresses, written into the
+    /// transmit buffer in one pass (a trunk's logical port); `false` as for `send`.
+    fn send_tagged(&mut self, frame: &[u8], tag: VlanTag) -> bool;
     /// Sends whatever [`send`](Self::send) queued.
     fn flush(&mut self) -> io::Result<()>;
     /// Readable when frames wait.
@@ -29,6 +32,9 @@ macro_rules! delegate_port {
             }
             fn send(&mut self, frame: &[u8]) -> bool {
                 <$ty>::send(self, frame)
+            }
+            fn send_tagged(&mut self, frame: &[u8], tag: VlanTag) -> bool {
+                <$ty>::send_tagged(self, frame, tag)
             }
             fn flush(&mut self) -> io::Result<()> {
                 <$ty>::flush(self)
@@ -78,6 +84,9 @@ impl PacketPort for AnyPort {
     }
     fn send(&mut self, frame: &[u8]) -> bool {
         each_port!(self, p => p.send(frame))
+    }
+    fn send_tagged(&mut self, frame: &[u8], tag: VlanTag) -> bool {
+        each_port!(self, p => p.send_tagged(frame, tag))
     }
     fn flush(&mut self) -> io::Result<()> {
         each_port!(self, p => p.flush())

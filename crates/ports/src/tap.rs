@@ -5,7 +5,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::frame::{fits_mtu, RxFrame, SocketCounters};
+use crate::frame::{fits_mtu, fits_mtu_tagged, write_tagged, RxFrame, SocketCounters, VlanTag};
 use crate::sys::{self, IfReq};
 
 /// Largest frame a TAP device can hand over (its MTU cannot exceed 64 KiB).
@@ -91,6 +91,29 @@ impl TapPort {
             self.counters.tx_errors += 1;
             return false;
         }
+        self.write(frame)
+    }
+
+    /// Hands `frame` with `tag` inserted after its MAC addresses to the host stack
+    /// (composed in the port's own buffer); `false` as for [`send`](Self::send).
+    pub fn send_tagged(&mut self, frame: &[u8], tag: VlanTag) -> bool {
+        if !fits_mtu_tagged(frame, self.mtu) {
+            self.counters.tx_errors += 1;
+            return false;
+        }
+        let mut buf = std::mem::take(&mut self.buf);
+        let sent = match write_tagged(frame, tag, &mut buf) {
+            Some(len) => self.write(buf.get(..len).unwrap_or_default()),
+            None => {
+                self.counters.tx_errors += 1;
+                false
+            }
+        };
+        self.buf = buf;
+        sent
+    }
+
+    fn write(&mut self, frame: &[u8]) -> bool {
         match sys::write(self.fd.as_raw_fd(), frame) {
             Ok(n) if n == frame.len() => {
                 self.counters.tx_packets += 1;

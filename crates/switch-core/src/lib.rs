@@ -676,6 +676,18 @@ impl Switch {
         Some(status)
     }
 
+    /// Changes what a port's owner knows of it (link state, speed, features; see
+    /// [`ports::PortTable::update`]); returns the PORT_STATUS when something changed.
+    pub fn update_port(
+        &mut self,
+        port_no: u32,
+        change: impl FnOnce(&mut ofp::Port),
+    ) -> Option<PortStatus> {
+        let (status, op) = self.ports.update(port_no, change)?;
+        self.apply_ops(vec![op]);
+        Some(status)
+    }
+
     pub fn has_port(&self, port_no: u32) -> bool {
         self.ports.get(port_no).is_some()
     }

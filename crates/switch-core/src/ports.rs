@@ -124,16 +124,31 @@ impl PortTable {
 
     /// Follows a link going up or down; `None` when nothing changed.
     pub fn set_link(&mut self, port_no: u32, up: bool) -> Option<(PortStatus, Op)> {
-        let entry = self.ports.get_mut(&port_no)?;
         let state = if up {
             PortState::LIVE
         } else {
             PortState::LINK_DOWN
         };
-        if entry.desc.state == state {
+        self.update(port_no, |desc| desc.state = state)
+    }
+
+    /// Changes a port's description (its link state, speed, features: what the port's
+    /// owner learns, never a controller's config); `None` when the port does not exist or
+    /// nothing changed, else the PORT_STATUS MODIFY and the datapath op.
+    pub fn update(
+        &mut self,
+        port_no: u32,
+        change: impl FnOnce(&mut Port),
+    ) -> Option<(PortStatus, Op)> {
+        let entry = self.ports.get_mut(&port_no)?;
+        let mut desc = entry.desc.clone();
+        change(&mut desc);
+        desc.port_no = port_no;
+        desc.config = entry.desc.config;
+        if desc == entry.desc {
             return None;
         }
-        entry.desc.state = state;
+        entry.desc = desc;
         Some((status(ofp::OFPPR_MODIFY, &entry.desc), set_op(entry)))
     }
 
@@ -165,5 +180,55 @@ impl PortTable {
             Some(status(ofp::OFPPR_MODIFY, &entry.desc)),
             Some(set_op(entry)),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> PortTable {
+        let mut t = PortTable::default();
+        let desc = Port {
+            port_no: 5,
+            name: "Gi0/5".into(),
+            state: PortState::LIVE,
+            ..Port::default()
+        };
+        t.add(desc, 0);
+        t
+    }
+
+    #[test]
+    fn an_update_announces_only_a_change_of_what_the_owner_knows() {
+        let mut t = table();
+        assert!(
+            t.update(5, |d| d.state = PortState::LIVE).is_none(),
+            "no change"
+        );
+        assert!(t.update(6, |d| d.curr_speed = 1).is_none(), "no such port");
+        let (status, op) = t
+            .update(5, |d| {
+                d.curr_speed = 1_000_000;
+                d.state = PortState::LINK_DOWN;
+            })
+            .expect("changed");
+        assert_eq!(status.reason, ofp::OFPPR_MODIFY);
+        assert_eq!(
+            (status.desc.curr_speed, status.desc.name.as_str()),
+            (1_000_000, "Gi0/5")
+        );
+        match op {
+            Op::SetPort { port_no, info, .. } => assert_eq!((port_no, info.live), (5, false)),
+            other => panic!("{other:?}"),
+        }
+        // The controller's config bits and the port number are not the owner's to change.
+        assert!(t
+            .update(5, |d| {
+                d.config = PortConfig::NO_FWD;
+                d.port_no = 9;
+            })
+            .is_none());
+        assert_eq!(t.get(5).map(|e| e.desc.config), Some(PortConfig::default()));
     }
 }

@@ -300,13 +300,21 @@ class PacketIn:
 class OfClient:
     """A blocking OpenFlow 1.3 connection that answers the switch's echo requests itself.
 
-    It connects to 127.0.0.1:``port``, or uses ``sock``, a stream socket already connected (to a
-    switch in another network namespace, say)."""
+    It connects to 127.0.0.1:``port``, to the unix socket at ``port`` when it is a path (a
+    switch listening in another network namespace), or uses ``sock``, a stream socket already
+    connected."""
 
     def __init__(
-        self, port: int = 0, timeout: float = 10.0, sock: socket.socket | None = None
+        self, port: int | Path = 0, timeout: float = 10.0, sock: socket.socket | None = None
     ) -> None:
-        self.sock = sock or socket.create_connection(("127.0.0.1", port), timeout)
+        if sock is not None:
+            self.sock = sock
+        elif isinstance(port, Path):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(str(port))
+        else:
+            self.sock = socket.create_connection(("127.0.0.1", port), timeout)
         self.sock.settimeout(timeout)
         self.next_xid = 0x1000
         self.unsolicited: list[OfMessage] = []

@@ -23,7 +23,7 @@ use dataplane::batch::PacketBatch;
 use dataplane::datapath::DatapathReader;
 use doorbell::Doorbell;
 use packet_out::PacketOutReceiver;
-use ports::PortSet;
+use ports::ThreadPorts;
 use sink::{Sink, ToController};
 
 /// Packets per receive batch and per port per round.
@@ -40,7 +40,7 @@ const IO_REPORT_NS: u64 = 1_000_000_000;
 pub struct ThreadContext {
     pub agent: Agent,
     pub reader: DatapathReader,
-    pub ports: PortSet,
+    pub ports: ThreadPorts,
     /// Packet-outs; shared by the threads, taken by whichever is awake.
     pub packet_outs: PacketOutReceiver,
     /// Rung when control work waits (shared by the threads).

@@ -17,7 +17,7 @@ use agent::{Agent, Channels};
 use dataplane::batch::{PacketInEvent, PacketSink};
 use ofp::{Match, OxmField, OxmValue, PacketIn};
 
-use super::ports::PortSet;
+use super::ports::ThreadPorts;
 
 /// Packets per port and round while a controller is being served.
 const CONTROL_BURST: usize = 32;
@@ -119,7 +119,7 @@ fn set_packet_in_match(ev: &PacketInEvent<'_>, m: &mut Match) {
 /// Delivers datapath results: frames to ports, packet-ins towards the controllers.
 pub struct Sink<'a> {
     pub controller: &'a mut ToController,
-    pub ports: &'a mut PortSet,
+    pub ports: &'a mut ThreadPorts,
 }
 
 impl PacketSink for Sink<'_> {

@@ -28,7 +28,7 @@ use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use crate::frame::{fits_mtu, RxFrame, SocketCounters, VLAN_TAG_LEN};
+use crate::frame::{fits_mtu, fits_mtu_tagged, RxFrame, SocketCounters, VlanTag, VLAN_TAG_LEN};
 use crate::iface::{interface_index, interface_mtu};
 use crate::sys::{self, Mmap};
 use crate::vnet::{self, Segmenter};
@@ -191,14 +191,26 @@ impl AfPacketPort {
     /// [`flush`](Self::flush). `false` means it was dropped and counted: ring full,
     /// longer than the MTU allows, or shorter than an Ethernet header.
     pub fn send(&mut self, frame: &[u8]) -> bool {
-        if !fits_mtu(frame, self.mtu) {
+        let fits = fits_mtu(frame, self.mtu);
+        self.queue(frame, None, fits)
+    }
+
+    /// Queues `frame` with `tag` inserted after its MAC addresses, as [`send`](Self::send)
+    /// queues a frame (a trunk's logical port sends this way: one copy into the ring).
+    pub fn send_tagged(&mut self, frame: &[u8], tag: VlanTag) -> bool {
+        let fits = fits_mtu_tagged(frame, self.mtu);
+        self.queue(frame, Some(tag), fits)
+    }
+
+    fn queue(&mut self, frame: &[u8], tag: Option<VlanTag>, fits: bool) -> bool {
+        if !fits {
             self.counters.tx_errors += 1;
             return false;
         }
-        match self.tx.push(frame) {
+        match self.tx.push(frame, tag) {
             Ok(()) => {
                 self.counters.tx_packets += 1;
-                self.counters.tx_bytes += frame.len() as u64;
+                self.counters.tx_bytes += (frame.len() + tag.map_or(0, |_| VLAN_TAG_LEN)) as u64;
                 true
             }
             Err(PushError::RingFull) => {

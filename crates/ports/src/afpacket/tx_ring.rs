@@ -8,6 +8,7 @@
 use std::mem::offset_of;
 use std::sync::atomic::{fence, Ordering};
 
+use crate::frame::{write_tagged, VlanTag, MACS_LEN, VLAN_TAG_LEN};
 use crate::vnet::VNET_HDR_LEN;
 
 /// Where the fields of a transmit slot live for one TPACKET version.
@@ -131,9 +132,14 @@ impl TxRing {
         status & (libc::TP_STATUS_SEND_REQUEST | libc::TP_STATUS_SENDING) != 0
     }
 
-    /// Copies `frame` into the next free slot and marks it for sending.
-    pub(crate) fn push(&mut self, frame: &[u8]) -> Result<(), PushError> {
-        if frame.len() > self.max_frame_len() {
+    /// Copies `frame` into the next free slot, with `tag` inserted after its MAC
+    /// addresses when given (in the same pass), and marks it for sending.
+    pub(crate) fn push(&mut self, frame: &[u8], tag: Option<VlanTag>) -> Result<(), PushError> {
+        let wire_len = match tag {
+            Some(_) if frame.len() >= MACS_LEN => frame.len() + VLAN_TAG_LEN,
+            _ => frame.len(),
+        };
+        if wire_len > self.max_frame_len() {
             return Err(PushError::TooLong);
         }
         if Self::is_busy(self.status(self.head)) {
@@ -141,28 +147,31 @@ impl TxRing {
         }
         fence(Ordering::Acquire);
         let slot = self.slot(self.head);
-        let len = (VNET_HDR_LEN + frame.len()) as u32;
+        let len = (VNET_HDR_LEN + wire_len) as u32;
         // No offloads; `hdr_len` = the whole frame, so the kernel copies it into the
         // socket buffer instead of pointing at ring pages (which veth must copy again,
         // a page allocation per frame).
         let mut vnet = [0u8; VNET_HDR_LEN];
-        let hdr_len = frame.len().min(usize::from(u16::MAX)) as u16;
+        let hdr_len = wire_len.min(usize::from(u16::MAX)) as u16;
         vnet[2..4].copy_from_slice(&hdr_len.to_ne_bytes());
         let layout = self.layout;
         // SAFETY: the slot is free (not owned by the kernel), the header fields and
-        // `data + VNET_HDR_LEN + frame.len() <= frame_size` bytes lie inside it.
-        unsafe {
+        // `data + VNET_HDR_LEN + wire_len <= frame_size` bytes lie inside it, and nothing
+        // else reads or writes it until it is marked for sending below.
+        let out = unsafe {
             std::ptr::write_volatile(slot.add(layout.len).cast::<u32>(), len);
             std::ptr::write_volatile(slot.add(layout.snaplen).cast::<u32>(), len);
             if let Some(next) = layout.next_offset {
                 std::ptr::write_volatile(slot.add(next).cast::<u32>(), 0);
             }
             std::ptr::copy_nonoverlapping(vnet.as_ptr(), slot.add(layout.data), VNET_HDR_LEN);
-            std::ptr::copy_nonoverlapping(
-                frame.as_ptr(),
-                slot.add(layout.data + VNET_HDR_LEN),
-                frame.len(),
-            );
+            std::slice::from_raw_parts_mut(slot.add(layout.data + VNET_HDR_LEN), wire_len)
+        };
+        match tag {
+            Some(tag) => {
+                write_tagged(frame, tag, out);
+            }
+            None => out.copy_from_slice(frame),
         }
         self.set_status(self.head, libc::TP_STATUS_SEND_REQUEST);
         self.head = (self.head + 1) % self.frame_count;

@@ -48,7 +48,9 @@ use std::os::fd::RawFd;
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
-use crate::frame::{fits_mtu, RxFrame, SocketCounters};
+use crate::frame::{
+    fits_mtu, fits_mtu_tagged, write_tagged, RxFrame, SocketCounters, VlanTag, VLAN_TAG_LEN,
+};
 use crate::iface::{interface_index, interface_mtu};
 use crate::sys;
 use program::RedirectProgram;
@@ -264,11 +266,24 @@ impl XdpPort {
     /// transmit chunk, longer than the MTU or a chunk allows, or shorter than an
     /// Ethernet header.
     pub fn send(&mut self, frame: &[u8]) -> bool {
-        let Ok(len) = u32::try_from(frame.len()) else {
+        let fits = fits_mtu(frame, self.mtu);
+        self.queue(frame, None, fits)
+    }
+
+    /// Queues `frame` with `tag` inserted after its MAC addresses, as
+    /// [`send`](Self::send) queues a frame (a trunk's logical port sends this way).
+    pub fn send_tagged(&mut self, frame: &[u8], tag: VlanTag) -> bool {
+        let fits = fits_mtu_tagged(frame, self.mtu);
+        self.queue(frame, Some(tag), fits)
+    }
+
+    fn queue(&mut self, frame: &[u8], tag: Option<VlanTag>, fits: bool) -> bool {
+        let wire_len = frame.len() + tag.map_or(0, |_| VLAN_TAG_LEN);
+        let Ok(len) = u32::try_from(wire_len) else {
             self.counters.tx_errors += 1;
             return false;
         };
-        if !fits_mtu(frame, self.mtu) || len > self.frame_size {
+        if !fits || len > self.frame_size {
             self.counters.tx_errors += 1;
             return false;
         }
@@ -279,11 +294,19 @@ impl XdpPort {
             self.counters.tx_dropped += 1;
             return false;
         };
-        let Some(chunk) = self.area.tx_chunk(addr) else {
+        let written = self.area.tx_chunk(addr).and_then(|chunk| match tag {
+            Some(tag) => write_tagged(frame, tag, chunk),
+            None => {
+                let out = chunk.get_mut(..frame.len())?;
+                out.copy_from_slice(frame);
+                Some(out.len())
+            }
+        });
+        if written != Some(wire_len) {
+            self.free_tx.push(addr);
             self.counters.tx_errors += 1;
             return false;
-        };
-        chunk[..frame.len()].copy_from_slice(frame);
+        }
         let mut writer = self.tx.transmit(1);
         let queued = writer.insert_once(XdpDesc {
             addr,

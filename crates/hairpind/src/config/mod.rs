@@ -1,14 +1,21 @@
 //! Daemon settings from the command line and an optional TOML file. The file is read first and
 //! the command line adds to it (repeatable flags append, single-valued flags override), so a unit
 //! file can hold the site settings and an operator can still add a port by hand.
+//!
+//! [`ports`]: what each OpenFlow port is (an interface, or a legacy port on a trunk).
 
-use std::collections::BTreeMap;
+mod ports;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use agent::target::{ControllerTarget, ListenTarget};
 use clap::Parser;
 use serde::Deserialize;
+
+use ports::{check_ifname, check_legacy, check_trunk_name, parse_trunk_flag, PortValue};
+pub use ports::{Interface, LegacyPort, PortBinding, PortIo, TrunkVlan};
 
 /// Where `hairpinctl` looks by default; the daemon listens there when given no `--listen`.
 pub const DEFAULT_MGMT_SOCKET: &str = "/run/hairpin/hairpind.sock";
@@ -39,43 +46,6 @@ pub enum RxRing {
     Blocks,
 }
 
-/// How a port's packets reach the daemon.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PortIo {
-    /// AF_PACKET rings (see `rx_ring`).
-    #[default]
-    AfPacket,
-    /// AF_XDP in generic mode, falling back to AF_PACKET when it cannot be set up.
-    Xdp,
-}
-
-/// A Linux interface bound to an OpenFlow port: `IFNAME`, `IFNAME:afpacket` or `IFNAME:xdp`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PortBinding {
-    pub ifname: String,
-    pub io: PortIo,
-}
-
-impl PortBinding {
-    fn parse(s: &str) -> Result<Self, String> {
-        let (ifname, io) = match s.rsplit_once(':') {
-            Some((ifname, "xdp")) => (ifname, PortIo::Xdp),
-            Some((ifname, "afpacket")) => (ifname, PortIo::AfPacket),
-            Some((_, other)) => {
-                return Err(format!(
-                    "`{s}`: unknown port I/O `{other}` (expected afpacket or xdp)"
-                ))
-            }
-            None => (s, PortIo::AfPacket),
-        };
-        check_ifname(ifname)?;
-        Ok(Self {
-            ifname: ifname.to_string(),
-            io,
-        })
-    }
-}
-
 /// `hairpind` command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -97,9 +67,15 @@ pub struct Cli {
     /// Controller to connect to: tcp:IP:PORT or unix:PATH (repeatable).
     #[arg(long = "controller", value_name = "TARGET")]
     pub controllers: Vec<ControllerTarget>,
-    /// OpenFlow port number bound to a Linux interface: N=IFNAME[:xdp] (repeatable).
-    #[arg(long = "port", value_name = "N=IFNAME[:xdp]", value_parser = parse_port_binding)]
+    /// OpenFlow port number bound to a Linux interface, N=IFNAME[:xdp], or to a legacy
+    /// switch's access port as one VLAN of a trunk, N=TRUNK:VID[:NAME] (VID `native` for
+    /// untagged frames) (repeatable).
+    #[arg(long = "port", value_name = "N=IFNAME[:xdp]|N=TRUNK:VID[:NAME]", value_parser = parse_port_binding)]
     pub ports: Vec<(u32, PortBinding)>,
+    /// A Linux interface cabled to a legacy switch's 802.1Q trunk, whose VLANs are ports:
+    /// NAME=IFNAME[:xdp] (repeatable).
+    #[arg(long = "trunk", value_name = "NAME=IFNAME[:xdp]", value_parser = parse_trunk_flag)]
+    pub trunks: Vec<(String, Interface)>,
     /// Behaviour without a controller.
     #[arg(long, value_enum)]
     pub fail_mode: Option<FailMode>,
@@ -130,7 +106,9 @@ struct FileSettings {
     #[serde(default)]
     controllers: Vec<String>,
     #[serde(default)]
-    ports: BTreeMap<String, String>,
+    ports: BTreeMap<String, PortValue>,
+    #[serde(default)]
+    trunks: BTreeMap<String, String>,
     fail_mode: Option<FailMode>,
     datapath_threads: Option<usize>,
     rx_ring: Option<RxRing>,
@@ -160,6 +138,8 @@ pub struct Settings {
     pub listen: Vec<ListenTarget>,
     pub controllers: Vec<ControllerTarget>,
     pub ports: BTreeMap<u32, PortBinding>,
+    /// Trunks by name: the interfaces whose VLANs are legacy ports.
+    pub trunks: BTreeMap<String, Interface>,
     pub fail_mode: FailMode,
     pub datapath_threads: usize,
     pub rx_ring: RxRing,
@@ -227,7 +207,7 @@ fn parse_capture(s: &str) -> Result<(u32, PathBuf), String> {
 fn parse_port_binding(s: &str) -> Result<(u32, PortBinding), String> {
     let (number, binding) = s
         .split_once('=')
-        .ok_or_else(|| format!("`{s}`: a port is N=IFNAME[:xdp]"))?;
+        .ok_or_else(|| format!("`{s}`: a port is N=IFNAME[:xdp] or N=TRUNK:VID[:NAME]"))?;
     Ok((parse_port_number(number)?, PortBinding::parse(binding)?))
 }
 
@@ -241,30 +221,25 @@ fn parse_port_number(s: &str) -> Result<u32, String> {
     }
 }
 
-/// Linux interface names are 1 to 15 bytes without '/' or whitespace.
-fn check_ifname(name: &str) -> Result<(), String> {
-    if name.is_empty() || name.len() > 15 || name.contains(['/', ' ', '\t', '\n']) {
-        return Err(format!("`{name}` is not a Linux interface name"));
-    }
-    Ok(())
-}
-
 /// 1-based line of a byte offset in text.
 fn line_of(text: &str, offset: usize) -> usize {
     text.get(..offset).map_or(0, |t| t.matches('\n').count()) + 1
+}
+
+/// Whether `line` writes `key = ...` (or `"key" = ...`).
+fn writes_key(line: &str, key: &str) -> bool {
+    let line = line.trim_start();
+    let rest = line
+        .strip_prefix(key)
+        .or_else(|| line.strip_prefix(&format!("\"{key}\"")));
+    rest.is_some_and(|r| r.trim_start().starts_with('='))
 }
 
 /// Line on which `key = ...` (or `"key" = ...`) is written, used for errors that arise after
 /// deserialising (values that are well-typed but invalid).
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
     text.lines()
-        .position(|line| {
-            let line = line.trim_start();
-            let rest = line
-                .strip_prefix(key)
-                .or_else(|| line.strip_prefix(&format!("\"{key}\"")));
-            rest.is_some_and(|r| r.trim_start().starts_with('='))
-        })
+        .position(|line| writes_key(line, key))
         .map(|i| i + 1)
 }
 
@@ -286,6 +261,31 @@ fn line_in_block(text: &str, header: &str, index: usize, key: &str) -> Option<us
     Some(within.map_or(start + 1, |l| start + 1 + l))
 }
 
+/// Line of the setting at `path` (`["ports", "5", "vlan"]`): the innermost key written
+/// under the longest table header the path starts with (`[ports.5]`, then `[ports]`), else
+/// wherever the last key is written.
+fn line_of_field(text: &str, path: &[&str]) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    for split in (1..path.len()).rev() {
+        let (table, keys) = path.split_at(split);
+        let header = format!("[{}]", table.join("."));
+        let Some(start) = lines.iter().position(|l| l.trim() == header) else {
+            continue;
+        };
+        let section = lines
+            .iter()
+            .enumerate()
+            .skip(start + 1)
+            .take_while(|(_, l)| !l.trim_start().starts_with('['));
+        for (i, line) in section {
+            if writes_key(line, keys[0]) {
+                return Some(i + 1);
+            }
+        }
+    }
+    line_of_key(text, path.last()?)
+}
+
 fn parse_file_text(path: &Path, text: &str) -> Result<FileSettings, ConfigError> {
     let deserializer = toml::Deserializer::new(text);
     let settings: FileSettings = serde_path_to_error::deserialize(deserializer).map_err(|e| {
@@ -301,6 +301,40 @@ fn parse_file_text(path: &Path, text: &str) -> Result<FileSettings, ConfigError>
     Ok(settings)
 }
 
+/// Where the merged settings came from, so that an error found only once everything is
+/// merged (a port naming a missing trunk, two ports on one VLAN) still names the file and
+/// line of what the file said; what the flags said is named by its field alone.
+#[derive(Default)]
+struct Origins<'a> {
+    file: Option<(&'a Path, &'a str)>,
+    /// The ports (`ports.N`) and trunks (`trunks.NAME`) the file named.
+    from_file: BTreeSet<String>,
+}
+
+impl Origins<'_> {
+    /// An error about `field` (`ports.5.vlan`), located in the file when the file set it.
+    fn error(&self, field: &str, message: String) -> ConfigError {
+        let path: Vec<&str> = field.split('.').collect();
+        let entry = path.iter().take(2).copied().collect::<Vec<_>>().join(".");
+        let file = self.file.filter(|_| self.from_file.contains(&entry));
+        ConfigError {
+            file: file.map(|(p, _)| p.to_path_buf()),
+            line: file.and_then(|(_, text)| line_of_field(text, &path)),
+            field: field.to_string(),
+            message,
+        }
+    }
+}
+
+fn flag_error(field: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        file: None,
+        line: None,
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
 impl Settings {
     /// Merges the file named by `--config` (if any) with the flags and validates the result.
     pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
@@ -309,6 +343,7 @@ impl Settings {
             listen: Vec::new(),
             controllers: Vec::new(),
             ports: BTreeMap::new(),
+            trunks: BTreeMap::new(),
             fail_mode: FailMode::Secure,
             datapath_threads: 1,
             rx_ring: RxRing::default(),
@@ -317,22 +352,30 @@ impl Settings {
             control_socket: None,
             controllets: controllet_host::HostConfig::default(),
         };
-        if let Some(path) = &cli.config {
-            let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let text = match &cli.config {
+            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| ConfigError {
                 file: Some(path.clone()),
                 line: None,
                 field: String::new(),
                 message: format!("cannot read: {e}"),
-            })?;
-            settings.merge_file(path, &text)?;
+            })?),
+            None => None,
+        };
+        let mut origins = Origins::default();
+        if let (Some(path), Some(text)) = (&cli.config, &text) {
+            origins.file = Some((path, text));
+            settings.merge_file(path, text, &mut origins)?;
         }
         if let Some(id) = cli.datapath_id {
             settings.datapath_id = id;
         }
         settings.listen.extend(cli.listen);
         settings.controllers.extend(cli.controllers);
+        for (name, interface) in cli.trunks {
+            settings.add_trunk(name, interface, &origins)?;
+        }
         for (number, binding) in cli.ports {
-            settings.bind_port(number, binding, None)?;
+            settings.bind_port(number, binding, &origins)?;
         }
         if let Some(mode) = cli.fail_mode {
             settings.fail_mode = mode;
@@ -344,12 +387,7 @@ impl Settings {
             settings.rx_ring = ring;
         }
         if let Some(name) = cli.local_port {
-            check_ifname(&name).map_err(|message| ConfigError {
-                file: None,
-                line: None,
-                field: "local_port".into(),
-                message,
-            })?;
+            check_ifname(&name).map_err(|m| flag_error("local_port", m))?;
             settings.local_port = Some(name);
         }
         settings.captures.extend(cli.captures);
@@ -361,79 +399,146 @@ impl Settings {
                 .listen
                 .push(ListenTarget::Unix(PathBuf::from(DEFAULT_MGMT_SOCKET)));
         }
-        if settings.datapath_threads == 0 {
-            return Err(ConfigError {
-                file: None,
-                line: None,
-                field: "datapath_threads".into(),
-                message: "must be at least 1".into(),
-            });
-        }
-        if let Some(unknown) = settings
-            .captures
-            .keys()
-            .find(|n| !settings.ports.contains_key(n))
-        {
-            return Err(ConfigError {
-                file: None,
-                line: None,
-                field: format!("pcap.{unknown}"),
-                message: format!("port {unknown} is not bound to an interface"),
-            });
-        }
-        if !settings.captures.is_empty() && settings.datapath_threads > 1 {
-            return Err(ConfigError {
-                file: None,
-                line: None,
-                field: "pcap".into(),
-                message: "captures need datapath_threads = 1 (one writer per file)".into(),
-            });
-        }
-        let xdp = settings.ports.values().any(|p| p.io == PortIo::Xdp);
-        if xdp && settings.datapath_threads > 1 {
-            return Err(ConfigError {
-                file: None,
-                line: None,
-                field: "datapath_threads".into(),
-                message: "AF_XDP ports serve one datapath thread (one socket per queue)".into(),
-            });
-        }
+        settings.check(&origins)?;
         Ok(settings)
     }
 
-    fn merge_file(&mut self, path: &Path, text: &str) -> Result<(), ConfigError> {
+    /// The checks that need everything merged.
+    fn check(&self, origins: &Origins<'_>) -> Result<(), ConfigError> {
+        if self.datapath_threads == 0 {
+            return Err(flag_error("datapath_threads", "must be at least 1"));
+        }
+        self.check_legacy_ports(origins)?;
+        if let Some(unknown) = self.captures.keys().find(|n| !self.ports.contains_key(n)) {
+            return Err(flag_error(
+                &format!("pcap.{unknown}"),
+                format!("port {unknown} is not bound to an interface or a trunk's VLAN"),
+            ));
+        }
+        if !self.captures.is_empty() && self.datapath_threads > 1 {
+            return Err(flag_error(
+                "pcap",
+                "captures need datapath_threads = 1 (one writer per file)",
+            ));
+        }
+        let xdp = self.interfaces().any(|i| i.io == PortIo::Xdp);
+        if xdp && self.datapath_threads > 1 {
+            return Err(flag_error(
+                "datapath_threads",
+                "AF_XDP ports serve one datapath thread (one socket per queue)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every legacy port names a trunk that exists, and no two share a VLAN of one trunk.
+    fn check_legacy_ports(&self, origins: &Origins<'_>) -> Result<(), ConfigError> {
+        let mut vlans: BTreeMap<(&str, TrunkVlan), u32> = BTreeMap::new();
+        for (number, binding) in &self.ports {
+            let PortBinding::Legacy(port) = binding else {
+                continue;
+            };
+            let field = format!("ports.{number}");
+            check_legacy(port).map_err(|(sub, m)| origins.error(&format!("{field}.{sub}"), m))?;
+            if !self.trunks.contains_key(&port.trunk) {
+                return Err(origins.error(
+                    &format!("{field}.trunk"),
+                    format!(
+                        "no trunk `{}` (give it in [trunks] or with --trunk {}=IFNAME)",
+                        port.trunk, port.trunk
+                    ),
+                ));
+            }
+            if let Some(other) = vlans.insert((&port.trunk, port.vlan), *number) {
+                return Err(origins.error(
+                    &format!("{field}.vlan"),
+                    format!(
+                        "VLAN {} of trunk `{}` is already port {other}",
+                        port.vlan, port.trunk
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every interface the daemon opens: the ports' own and the trunks'.
+    pub fn interfaces(&self) -> impl Iterator<Item = &Interface> {
+        let ports = self.ports.values().filter_map(|b| match b {
+            PortBinding::Interface(i) => Some(i),
+            PortBinding::Legacy(_) => None,
+        });
+        ports.chain(self.trunks.values())
+    }
+
+    /// What already uses interface `ifname`, if anything (a port or a trunk).
+    fn user_of(&self, ifname: &str) -> Option<String> {
+        let port = self.ports.iter().find_map(|(n, b)| match b {
+            PortBinding::Interface(i) if i.ifname == ifname => Some(format!("port {n}")),
+            _ => None,
+        });
+        port.or_else(|| {
+            self.trunks
+                .iter()
+                .find(|(_, i)| i.ifname == ifname)
+                .map(|(name, _)| format!("trunk `{name}`"))
+        })
+    }
+
+    fn merge_file(
+        &mut self,
+        path: &Path,
+        text: &str,
+        origins: &mut Origins<'_>,
+    ) -> Result<(), ConfigError> {
         let file = parse_file_text(path, text)?;
-        let at = |field: &str, key: &str, message: String| ConfigError {
-            file: Some(path.to_path_buf()),
-            line: line_of_key(text, key),
-            field: field.to_string(),
-            message,
+        let at = |field: &str, message: String| {
+            let keys: Vec<&str> = field.split('.').collect();
+            ConfigError {
+                file: Some(path.to_path_buf()),
+                line: line_of_field(text, &keys),
+                field: field.to_string(),
+                message,
+            }
         };
         if let Some(id) = file.datapath_id {
             self.datapath_id = match id {
                 DatapathIdSetting::Number(n) => n,
                 DatapathIdSetting::Text(s) => {
-                    parse_datapath_id(&s).map_err(|m| at("datapath_id", "datapath_id", m))?
+                    parse_datapath_id(&s).map_err(|m| at("datapath_id", m))?
                 }
             };
         }
         for target in &file.listen {
             let parsed = target
                 .parse()
-                .map_err(|e: agent::target::TargetError| at("listen", "listen", e.to_string()))?;
+                .map_err(|e: agent::target::TargetError| at("listen", e.to_string()))?;
             self.listen.push(parsed);
         }
         for target in &file.controllers {
-            let parsed = target.parse().map_err(|e: agent::target::TargetError| {
-                at("controllers", "controllers", e.to_string())
-            })?;
+            let parsed = target
+                .parse()
+                .map_err(|e: agent::target::TargetError| at("controllers", e.to_string()))?;
             self.controllers.push(parsed);
+        }
+        for (name, value) in file.trunks {
+            let field = format!("trunks.{name}");
+            check_trunk_name(&name).map_err(|m| at(&field, m))?;
+            let interface = Interface::parse(&value).map_err(|m| at(&field, m))?;
+            origins.from_file.insert(field);
+            self.add_trunk(name, interface, origins)?;
         }
         for (number, value) in file.ports {
             let field = format!("ports.{number}");
-            let n = parse_port_number(&number).map_err(|m| at(&field, &number, m))?;
-            let binding = PortBinding::parse(&value).map_err(|m| at(&field, &number, m))?;
-            self.bind_port(n, binding, Some((path, text, &number)))?;
+            let n = parse_port_number(&number).map_err(|m| at(&field, m))?;
+            let binding = match value {
+                PortValue::Interface(text) => {
+                    PortBinding::Interface(Interface::parse(&text).map_err(|m| at(&field, m))?)
+                }
+                PortValue::Legacy(table) => PortBinding::Legacy(table.into_port()),
+            };
+            origins.from_file.insert(field);
+            self.bind_port(n, binding, origins)?;
         }
         if let Some(mode) = file.fail_mode {
             self.fail_mode = mode;
@@ -445,7 +550,7 @@ impl Settings {
             self.rx_ring = ring;
         }
         if let Some(name) = file.local_port {
-            check_ifname(&name).map_err(|m| at("local_port", "local_port", m))?;
+            check_ifname(&name).map_err(|m| at("local_port", m))?;
             self.local_port = Some(name);
         }
         if let Some(path) = file.control_socket {
@@ -453,12 +558,12 @@ impl Settings {
         }
         for (number, file) in file.pcap {
             let field = format!("pcap.{number}");
-            let n = parse_port_number(&number).map_err(|m| at(&field, &number, m))?;
+            let n = parse_port_number(&number).map_err(|m| at(&field, m))?;
             self.captures.insert(n, file);
         }
         if let Some(bus) = &file.bus {
             bus.validate()
-                .map_err(|(field, m)| at(&format!("bus.{field}"), field, m))?;
+                .map_err(|(field, m)| at(&format!("bus.{field}"), m))?;
         }
         for (i, spec) in file.controllets.iter().enumerate() {
             let block_line = |key: &str| line_in_block(text, "[[controllets]]", i, key);
@@ -484,7 +589,6 @@ impl Settings {
         if !(1..=10_000).contains(&host.cpu_weight) {
             return Err(at(
                 "controllet_host.cpu_weight",
-                "cpu_weight",
                 format!("{} is not a CPU weight (1 to 10000)", host.cpu_weight),
             ));
         }
@@ -496,29 +600,43 @@ impl Settings {
         Ok(())
     }
 
+    fn add_trunk(
+        &mut self,
+        name: String,
+        interface: Interface,
+        origins: &Origins<'_>,
+    ) -> Result<(), ConfigError> {
+        let field = format!("trunks.{name}");
+        let message = if self.trunks.contains_key(&name) {
+            Some(format!("trunk `{name}` is given twice"))
+        } else {
+            self.user_of(&interface.ifname)
+                .map(|user| format!("interface `{}` is already {user}", interface.ifname))
+        };
+        if let Some(message) = message {
+            return Err(origins.error(&field, message));
+        }
+        self.trunks.insert(name, interface);
+        Ok(())
+    }
+
     fn bind_port(
         &mut self,
         number: u32,
         binding: PortBinding,
-        origin: Option<(&Path, &str, &str)>,
+        origins: &Origins<'_>,
     ) -> Result<(), ConfigError> {
-        let clash = self
-            .ports
-            .iter()
-            .find(|(n, other)| **n != number && other.ifname == binding.ifname)
-            .map(|(n, _)| *n);
+        let field = format!("ports.{number}");
         let message = if self.ports.contains_key(&number) {
             Some(format!("port {number} is bound twice"))
+        } else if let PortBinding::Interface(i) = &binding {
+            self.user_of(&i.ifname)
+                .map(|user| format!("interface `{}` is already {user}", i.ifname))
         } else {
-            clash.map(|other| format!("interface `{}` is already port {other}", binding.ifname))
+            None
         };
         if let Some(message) = message {
-            return Err(ConfigError {
-                file: origin.map(|(p, _, _)| p.to_path_buf()),
-                line: origin.and_then(|(_, text, key)| line_of_key(text, key)),
-                field: format!("ports.{number}"),
-                message,
-            });
+            return Err(origins.error(&field, message));
         }
         self.ports.insert(number, binding);
         Ok(())
@@ -548,7 +666,10 @@ mod tests {
         assert_eq!(s.datapath_id, 42);
         assert_eq!(s.fail_mode, FailMode::Standalone);
         assert_eq!(s.listen.len(), 2);
-        let name = |n| s.ports.get(&n).map(|p| (p.ifname.as_str(), p.io));
+        let name = |n| match s.ports.get(&n) {
+            Some(PortBinding::Interface(i)) => Some((i.ifname.as_str(), i.io)),
+            _ => None,
+        };
         assert_eq!(name(1), Some(("veth0", PortIo::AfPacket)));
         assert_eq!(name(2), Some(("veth1", PortIo::Xdp)));
     }
@@ -648,9 +769,11 @@ mod tests {
         assert_eq!(parse_datapath_id("171"), Ok(171));
         assert!(parse_port_binding("0=eth0").is_err());
         assert!(parse_port_binding("3").is_err());
-        let afpacket = |name: &str| PortBinding {
-            ifname: name.into(),
-            io: PortIo::AfPacket,
+        let afpacket = |name: &str| {
+            PortBinding::Interface(Interface {
+                ifname: name.into(),
+                io: PortIo::AfPacket,
+            })
         };
         assert_eq!(parse_port_binding("3=eth0"), Ok((3, afpacket("eth0"))));
         assert_eq!(
@@ -658,5 +781,194 @@ mod tests {
             Ok((3, afpacket("eth0")))
         );
         assert!(parse_port_binding("3=eth0:dpdk").is_err());
+    }
+
+    /// Seed 000 Fig. 3: two legacy switches into one daemon, as a file and as flags.
+    const HARMLESS: &str = "\
+[trunks]
+sw1 = \"eth1\"
+sw2 = \"eth2:xdp\"
+
+[ports]
+1 = { trunk = \"sw1\", vlan = 101, name = \"Gi1/0/1\", speed_mbps = 1000 }
+2 = { trunk = \"sw1\", vlan = 102 }
+3 = { trunk = \"sw2\", vlan = 101, name = \"ge-0/0/1\" }
+9 = { trunk = \"sw1\", vlan = \"native\" }
+10 = \"eth3\"
+";
+
+    #[test]
+    fn legacy_ports_on_several_trunks() {
+        let s = settings_from(
+            HARMLESS,
+            &["--trunk", "sw3=eth4", "--port", "4=sw3:101:Fa0/1"],
+        )
+        .unwrap();
+        let legacy = |n| match s.ports.get(&n) {
+            Some(PortBinding::Legacy(p)) => {
+                Some((p.trunk.as_str(), p.vlan, p.name.as_deref(), p.speed_mbps))
+            }
+            _ => None,
+        };
+        assert_eq!(
+            legacy(1),
+            Some(("sw1", TrunkVlan::Id(101), Some("Gi1/0/1"), Some(1000)))
+        );
+        assert_eq!(legacy(2), Some(("sw1", TrunkVlan::Id(102), None, None)));
+        assert_eq!(
+            legacy(3),
+            Some(("sw2", TrunkVlan::Id(101), Some("ge-0/0/1"), None))
+        );
+        assert_eq!(
+            legacy(4),
+            Some(("sw3", TrunkVlan::Id(101), Some("Fa0/1"), None))
+        );
+        assert_eq!(legacy(9), Some(("sw1", TrunkVlan::Native, None, None)));
+        assert!(matches!(s.ports.get(&10), Some(PortBinding::Interface(_))));
+        let trunks: Vec<(&str, &str, PortIo)> = s
+            .trunks
+            .iter()
+            .map(|(n, i)| (n.as_str(), i.ifname.as_str(), i.io))
+            .collect();
+        assert_eq!(
+            trunks,
+            [
+                ("sw1", "eth1", PortIo::AfPacket),
+                ("sw2", "eth2", PortIo::Xdp),
+                ("sw3", "eth4", PortIo::AfPacket)
+            ]
+        );
+    }
+
+    #[test]
+    fn legacy_port_mistakes_name_file_line_and_field() {
+        let table = [
+            // (the file, the line, the field, words the message must have)
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\", vlan = 5000 }\n",
+                4,
+                "ports.1.vlan",
+                "not in 1..=4094",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\", vlan = \"x\" }\n",
+                4,
+                "ports.1.vlan",
+                "native",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\", vlan = 7 }\n\n2 = { trunk = \"t1\", vlan = 7 }\n",
+                6,
+                "ports.2.vlan",
+                "already port 1",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\", vlan = \"native\" }\n2 = { trunk = \"t1\", vlan = \"native\" }\n",
+                5,
+                "ports.2.vlan",
+                "VLAN native of trunk `t1` is already port 1",
+            ),
+            (
+                "[ports]\n\n1 = { trunk = \"t9\", vlan = 7 }\n",
+                3,
+                "ports.1.trunk",
+                "no trunk `t9`",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\", vlan = 7, name = \"GigabitEthernet1/0/1\" }\n",
+                4,
+                "ports.1.name",
+                "15 bytes",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\", vlan = 7, speed_mbps = 0 }\n",
+                4,
+                "ports.1.speed_mbps",
+                "at least 1",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\", vlna = 7 }\n",
+                4,
+                "ports.1.vlna",
+                "vlna",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\" }\n",
+                4,
+                "ports.1",
+                "vlan",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = 7\n",
+                4,
+                "ports.1",
+                "legacy port",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = \"eth1\"\n",
+                4,
+                "ports.1",
+                "already trunk `t1`",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n\"t:2\" = \"eth2\"\n",
+                3,
+                "trunks.t:2",
+                "not a trunk name",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\nt2 = \"eth1\"\n",
+                3,
+                "trunks.t2",
+                "already trunk `t1`",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1:dpdk\"\n",
+                2,
+                "trunks.t1",
+                "unknown port I/O",
+            ),
+            (
+                "[trunks]\nt1 = \"eth1\"\n\n[ports.4]\ntrunk = \"t1\"\nvlan = 0\n",
+                6,
+                "ports.4.vlan",
+                "native",
+            ),
+        ];
+        for (text, line, field, words) in table {
+            let err = settings_from(text, &[]).unwrap_err();
+            assert_eq!(
+                (err.line, err.field.as_str()),
+                (Some(line), field),
+                "{text}\n{err}"
+            );
+            assert!(err.file.is_some(), "{err}");
+            assert!(err.message.contains(words), "{text}\n{err}");
+        }
+    }
+
+    #[test]
+    fn legacy_port_mistakes_in_flags_name_the_flag() {
+        let err = settings_from("", &["--port", "1=t1:7"]).unwrap_err();
+        assert_eq!(
+            (err.file.as_ref(), err.field.as_str()),
+            (None, "ports.1.trunk")
+        );
+        assert!(err.message.contains("--trunk t1=IFNAME"), "{err}");
+        // A flag's port clashing with a file's port: the flag's field, no file.
+        let err = settings_from(
+            "[trunks]\nt1 = \"eth1\"\n[ports]\n1 = { trunk = \"t1\", vlan = 7 }\n",
+            &["--port", "2=t1:7"],
+        )
+        .unwrap_err();
+        assert_eq!(
+            (err.file.as_ref(), err.field.as_str()),
+            (None, "ports.2.vlan")
+        );
+        // A file's port clashing with a flag's trunk (the flags come after the file).
+        let err = settings_from("[ports]\n1 = \"eth1\"\n", &["--trunk", "t1=eth1"]).unwrap_err();
+        assert_eq!((err.file.as_ref(), err.field.as_str()), (None, "trunks.t1"));
+        assert!(Cli::try_parse_from(["hairpind", "--port", "1=t1:4095"]).is_err());
+        assert!(Cli::try_parse_from(["hairpind", "--trunk", "t1"]).is_err());
     }
 }

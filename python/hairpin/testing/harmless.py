@@ -1,0 +1,253 @@
+"""HARMLESS sites for tests: a legacy 802.1Q switch (a private Open vSwitch in standalone mode,
+its own namespace) with hosts on its access ports, and a trunk to the namespace where
+`hairpind` runs with the access ports as its logical ports (seed 000 Figs. 2-3).
+
+:func:`legacy_site` builds the network: for each legacy switch ``L``, hosts ``L.access`` on
+access ports in VLANs 101, 102, ... (the legacy port names are ``ge1``, ``ge2``, ...), optional
+hosts ``L.ordinary`` on access ports of VLAN 10 that stay legacy, and a trunk (``up0`` on the
+legacy side, ``trL`` in the switch namespace) carrying the access VLANs. Access hosts get
+10.0.0.N/24 (N counting across switches), ordinary hosts 10.0.1.N/24. :func:`run_hairpind`
+then starts `hairpind` in the switch namespace with one logical port per access port.
+Everything is removed when the ``with`` blocks end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hairpin.testing.daemon import find_hairpind
+from hairpin.testing.netns import Host, Namespace, link, namespace, unique_prefix
+from hairpin.testing.ovs import OvsInstance, ovs_instance
+from hairpin.testing.topology import background, wait_until
+
+# Inside the switch namespace: hairpind's OpenFlow listener, and where controllers listen.
+SWITCH_OF_PORT = 16800
+CONTROLLER_PORT = 16801
+FIRST_VLAN = 101
+ORDINARY_VLAN = 10
+
+
+@dataclass
+class AccessPort:
+    """A legacy access port with its host, and the OpenFlow port it becomes."""
+
+    name: str
+    vlan: int
+    host: Host
+    of_port: int
+
+
+@dataclass
+class LegacySwitch:
+    """One legacy switch: its OVS instance and bridge, ports and trunk."""
+
+    ns: Namespace
+    ovs: OvsInstance
+    access: list[AccessPort]
+    ordinary: list[Host]
+    trunk: str  # the trunk's interface in the switch namespace
+
+    def trunk_packets(self) -> tuple[int, int]:
+        """The legacy trunk port's (received, transmitted) packets, read from the datapath."""
+        out = self.ovs.run("ovs-ofctl", "dump-ports", "br0", "up0").stdout
+        rx = re.search(r"rx pkts=(\d+)", out)
+        tx = re.search(r"tx pkts=(\d+)", out)
+        assert rx and tx, out
+        return int(rx.group(1)), int(tx.group(1))
+
+
+@dataclass
+class LegacySite:
+    """Legacy switches and the namespace where hairpind and controllers run."""
+
+    switch: Namespace
+    legacy: list[LegacySwitch] = field(default_factory=list)
+
+    @property
+    def access(self) -> list[AccessPort]:
+        return [port for sw in self.legacy for port in sw.access]
+
+    @property
+    def access_hosts(self) -> list[Host]:
+        return [port.host for port in self.access]
+
+    def hairpind_args(
+        self, only: Sequence[AccessPort] | None = None, native: AccessPort | None = None
+    ) -> list[str]:
+        """``--trunk`` and ``--port`` flags: one trunk per legacy switch, one logical port per
+        access port (or per port of ``only``), named after it; ``native`` becomes its trunk's
+        native port."""
+        args = []
+        for index, sw in enumerate(self.legacy, start=1):
+            args += ["--trunk", f"sw{index}={sw.trunk}"]
+            for port in sw.access:
+                if only is not None and port not in only:
+                    continue
+                vlan = "native" if port is native else str(port.vlan)
+                args += ["--port", f"{port.of_port}=sw{index}:{vlan}:{port.name}"]
+        return args
+
+
+@contextmanager
+def legacy_site(
+    access: Sequence[int] = (4,),
+    ordinary: int = 0,
+    extra_vlans: Sequence[int] = (),
+    native_vlan: int | None = None,
+    qinq: bool = False,
+) -> Iterator[LegacySite]:
+    """Legacy switches with ``access[i]`` access hosts on switch i, ``ordinary`` VLAN-10 hosts
+    on the first, and a trunk from each into the switch namespace.
+
+    ``extra_vlans``: more access hosts on the first switch in these VLANs, carried on its trunk
+    but without a logical port unless the caller adds one. ``native_vlan``: the first switch's
+    trunk sends this VLAN untagged (its native VLAN). ``qinq``: access ports tunnel a host's own
+    tags (802.1Q in 802.1Q) instead of refusing tagged frames.
+    """
+    prefix = unique_prefix()
+    with ExitStack() as stack:
+        switch = stack.enter_context(namespace(f"{prefix}-sw"))
+        site = LegacySite(switch)
+        of_port = 1
+        for index, count in enumerate(access, start=1):
+            ns = stack.enter_context(namespace(f"{prefix}-l{index}"))
+            trunk = f"tr{index}"
+            link(ns, "up0", switch, trunk)
+            vlans = [FIRST_VLAN + i for i in range(count)]
+            if index == 1:
+                vlans += list(extra_vlans)
+            ports: list[AccessPort] = []
+            for number, vlan in enumerate(vlans, start=1):
+                host_ns = stack.enter_context(namespace(f"{prefix}-h{of_port}"))
+                host = Host(host_ns, f"10.0.0.{of_port}")
+                name = f"ge{number}"
+                link(ns, name, host_ns, "eth0")
+                host_ns.run("ip", "addr", "add", f"{host.address}/24", "dev", "eth0")
+                ports.append(AccessPort(name, vlan, host, of_port))
+                of_port += 1
+            ordinary_hosts: list[Host] = []
+            for number in range(1, (ordinary if index == 1 else 0) + 1):
+                host_ns = stack.enter_context(namespace(f"{prefix}-o{number}"))
+                host = Host(host_ns, f"10.0.1.{number}")
+                link(ns, f"ord{number}", host_ns, "eth0")
+                host_ns.run("ip", "addr", "add", f"{host.address}/24", "dev", "eth0")
+                ordinary_hosts.append(host)
+            ovs = stack.enter_context(ovs_instance(ns))
+            _configure_legacy(ovs, ports, len(ordinary_hosts), native_vlan, qinq)
+            site.legacy.append(LegacySwitch(ns, ovs, ports, ordinary_hosts, trunk))
+        yield site
+
+
+def _configure_legacy(
+    ovs: OvsInstance,
+    ports: list[AccessPort],
+    ordinary: int,
+    native_vlan: int | None,
+    qinq: bool,
+) -> None:
+    """A standalone (NORMAL) netdev bridge: access ports in their VLANs, ordinary ports in
+    VLAN 10, and the trunk ``up0`` carrying the access VLANs."""
+    vlans = sorted({p.vlan for p in ports})
+    args = ["--", "set", "Open_vSwitch", ".", "other_config:vlan-limit=0"]
+    args += ["--", "add-br", "br0", "--", "set", "bridge", "br0", "datapath_type=netdev"]
+    args += ["fail-mode=standalone", "other-config:forward-bpdu=true"]
+    for port in ports:
+        args += ["--", "add-port", "br0", port.name, "--", "set", "port", port.name]
+        args += [f"tag={port.vlan}"]
+        if qinq:
+            args += ["vlan_mode=dot1q-tunnel", "other_config:qinq-ethtype=802.1q"]
+    for number in range(1, ordinary + 1):
+        args += ["--", "add-port", "br0", f"ord{number}", "--", "set", "port", f"ord{number}"]
+        args += [f"tag={ORDINARY_VLAN}"]
+    args += ["--", "add-port", "br0", "up0", "--", "set", "port", "up0"]
+    args += [f"trunks={','.join(str(v) for v in vlans)}"]
+    if native_vlan is None:
+        args += ["vlan_mode=trunk"]
+    else:
+        args += [f"tag={native_vlan}", "vlan_mode=native-untagged"]
+    ovs.vsctl(*args)
+    ovs.ns.run("ip", "link", "set", "br0", "up")
+
+
+@dataclass
+class Hairpind:
+    """A hairpind running in a site's switch namespace."""
+
+    ns: Namespace
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    control: Path
+    #: Its OpenFlow listener on a unix socket, reachable from outside the namespace.
+    unix_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def assert_alive(self) -> None:
+        status = self.process.poll()
+        assert status is None, f"hairpind exited with status {status}:\n{self.log()}"
+
+    def ofctl(self, *args: str) -> str:
+        """``ovs-ofctl -O OpenFlow13 COMMAND tcp:... ARGS`` against hairpind's listener."""
+        command, *rest = args
+        target = f"tcp:127.0.0.1:{SWITCH_OF_PORT}"
+        result = self.ns.run(
+            "ovs-ofctl", "-O", "OpenFlow13", "--timeout=10", command, target, *rest, check=False
+        )
+        assert result.returncode == 0, f"ovs-ofctl {command} failed: {result.stderr}"
+        return result.stdout
+
+    def ctl(self, *args: str) -> str:
+        """``hairpinctl --control ... ARGS`` (management commands); fails on an error."""
+        binary = find_hairpind().parent / "hairpinctl"
+        result = self.ns.run(str(binary), "--control", str(self.control), *args, check=False)
+        assert result.returncode == 0, f"hairpinctl {args} failed: {result.stderr}"
+        return result.stdout
+
+    def trunks(self) -> list[dict[str, object]]:
+        """``trunk/show``: each trunk with its counters and legacy ports."""
+        trunks: list[dict[str, object]] = json.loads(self.ctl("show-trunks"))
+        return trunks
+
+    def controller_connected(self, port: int = CONTROLLER_PORT) -> bool:
+        listing = self.ns.run("ss", "-Htn", "state", "established", f"dport = :{port}")
+        return bool(listing.stdout.strip())
+
+
+@contextmanager
+def run_hairpind(
+    site: LegacySite,
+    workdir: Path,
+    ports: Sequence[str] | None = None,
+    controller: bool = True,
+    extra_args: Sequence[str] = (),
+) -> Iterator[Hairpind]:
+    """hairpind in the switch namespace with ``ports`` (default: the site's logical ports),
+    connecting to a controller on ``CONTROLLER_PORT`` unless ``controller`` is false."""
+    log_path = workdir / "hairpind.log"
+    control = workdir / "hairpind.ctl"
+    unix_path = workdir / "hairpind.sock"
+    args = [str(find_hairpind()), "--datapath-id", "0x1", "--fail-mode", "secure"]
+    args += ["--listen", f"ptcp:{SWITCH_OF_PORT}:127.0.0.1", "--listen", f"punix:{unix_path}"]
+    args += ["--control-socket", str(control)]
+    if controller:
+        args += ["--controller", f"tcp:127.0.0.1:{CONTROLLER_PORT}"]
+    args += list(site.hairpind_args() if ports is None else ports)
+    args += list(extra_args)
+    with background(site.switch, args, log_path) as process:
+        daemon = Hairpind(site.switch, process, log_path, control, unix_path)
+
+        def listening() -> bool:
+            daemon.assert_alive()
+            show = ["ovs-ofctl", "-O", "OpenFlow13", "show", f"tcp:127.0.0.1:{SWITCH_OF_PORT}"]
+            return site.switch.run(*show, check=False).returncode == 0
+
+        if not wait_until(listening, 20.0):
+            raise RuntimeError(f"hairpind did not start listening:\n{daemon.log()}")
+        yield daemon
