@@ -8,6 +8,7 @@ not put everything back (the message says which device and backup).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -74,6 +75,9 @@ def _capex(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Nornir logs each failed task with its traceback; the manager reports failures itself.
+    logging.getLogger("nornir").addHandler(logging.NullHandler())
+    logging.getLogger("nornir").propagate = False
     if args.command == "capex":
         return _capex(args)
     try:
