@@ -97,11 +97,12 @@ def takeover(dialect: str, access: Sequence[PortVlan], trunks: dict[str, Sequenc
     exactly its list."""
     check_dialect(dialect)
     template = _environment().get_template(f"{dialect}_takeover.j2")
-    return template.render(
+    text = template.render(
         vlans=_vlans(p.vlan for p in access),
         access=[{"port": p.port, "vlan": p.vlan, "vlan_name": vlan_name(p.vlan)} for p in access],
         trunks=_trunks(trunks),
     )
+    return text.rstrip() + "\n"
 
 
 def release(
@@ -126,7 +127,8 @@ def release(
             )
         access.append(entry)
     template = _environment().get_template(f"{dialect}_release.j2")
-    return template.render(access=access, vlans=_vlans(vlans), trunks=_trunks(trunks))
+    text = template.render(access=access, vlans=_vlans(vlans), trunks=_trunks(trunks))
+    return text.rstrip() + "\n"
 
 
 def _ovs_value(value: object) -> str:
