@@ -78,67 +78,77 @@ switch:""",
     ]
 
 
-@pytest.mark.parametrize(
-    ("change", "expected"),
-    [
-        (
-            ("        interface: eth1\n", "        interface: eth1\n        colour: red\n"),
-            ":10: field `devices.sw1.trunks[0].colour`: unknown field",
-        ),
-        (
-            ("vlan: 150", "vlan: 5000"),
-            ":13: field `devices.sw1.trunks[0].access_ports[2].vlan`: Input should be less than or equal to 4094",
-        ),
-        (
-            ("vlan: 150", "vlan: '150'"),
-            ":13: field `devices.sw1.trunks[0].access_ports[2].vlan`: Input should be a valid integer",
-        ),
-        (
-            ("vlan: 150", "vlan: 101"),
-            ":13: field `devices.sw1.trunks[0].access_ports[2]`: VLAN 101 is also devices.sw1.trunks[0].access_ports[0]",
-        ),
-        (
-            ("{port: p3,", "{port: p1,"),
-            ":13: field `devices.sw1.trunks[0].access_ports[2]`: port p1 is also devices.sw1.trunks[0].access_ports[0]",
-        ),
-        (
-            ("- port: t1", "- port: p2"),
-            ":8: field `devices.sw1.trunks[0].port`: trunk port p2 is also access port devices.sw1.trunks[0].access_ports[1]",
-        ),
-        (
-            ("interface: eth1", "interface: eth1/x"),
-            ":9: field `devices.sw1.trunks[0].interface`: Value error, `eth1/x` is not a Linux interface name",
-        ),
-        (
-            ('"0x2a"', '"fish"'),
-            ":15: field `switch.datapath_id`: Value error, `fish` is not a datapath id",
-        ),
-        (
-            ("    platform: hairpin_ovs\n", ""),
-            ":3: field `devices.sw1`: `platform` is needed without an inventory",
-        ),
-        (
-            ("          - p1\n", "          - 7\n"),
-            ":11: field `devices.sw1.trunks[0].access_ports[0]`: expected a mapping of settings or a port name",
-        ),
-        (("switch:\n", "switches:\n"), ":14: field `switches`: unknown field"),
-        (
-            (
-                "  controllers: [tcp:10.0.0.1:6653]\n",
-                "  controllers: [tcp:10.0.0.1:6653]\n  fail_mode: loud\n",
-            ),
-            ":17: field `switch.fail_mode`: Input should be 'secure' or 'standalone'",
-        ),
-    ],
-)
+TRUNK = "devices.sw1.trunks[0]"
+PORTS = f"{TRUNK}.access_ports"
+CONTROLLERS = "  controllers: [tcp:10.0.0.1:6653]\n"
+
+# (text replaced, replacement, line, field, message)
+MISTAKES = [
+    (
+        "interface: eth1\n",
+        "interface: eth1\n        colour: red\n",
+        10,
+        f"{TRUNK}.colour",
+        "unknown field",
+    ),
+    (
+        "vlan: 150",
+        "vlan: 5000",
+        13,
+        f"{PORTS}[2].vlan",
+        "Input should be less than or equal to 4094",
+    ),
+    ("vlan: 150", "vlan: '150'", 13, f"{PORTS}[2].vlan", "Input should be a valid integer"),
+    ("vlan: 150", "vlan: 101", 13, f"{PORTS}[2]", f"VLAN 101 is also {PORTS}[0]"),
+    ("{port: p3,", "{port: p1,", 13, f"{PORTS}[2]", f"port p1 is also {PORTS}[0]"),
+    (
+        "- port: t1",
+        "- port: p2",
+        8,
+        f"{TRUNK}.port",
+        f"trunk port p2 is also access port {PORTS}[1]",
+    ),
+    (
+        "interface: eth1",
+        "interface: eth1/x",
+        9,
+        f"{TRUNK}.interface",
+        "Value error, `eth1/x` is not a Linux interface name",
+    ),
+    ('"0x2a"', '"fish"', 15, "switch.datapath_id", "Value error, `fish` is not a datapath id"),
+    (
+        "    platform: hairpin_ovs\n",
+        "",
+        3,
+        "devices.sw1",
+        "`platform` is needed without an inventory",
+    ),
+    (
+        "          - p1\n",
+        "          - 7\n",
+        11,
+        f"{PORTS}[0]",
+        "expected a mapping of settings or a port name",
+    ),
+    ("switch:\n", "switches:\n", 14, "switches", "unknown field"),
+    (
+        CONTROLLERS,
+        CONTROLLERS + "  fail_mode: loud\n",
+        17,
+        "switch.fail_mode",
+        "Input should be 'secure' or 'standalone'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "line", "field", "message"), MISTAKES)
 def test_each_mistake_names_file_line_and_field(
-    tmp_path: Path, change: tuple[str, str], expected: str
+    tmp_path: Path, old: str, new: str, line: int, field: str, message: str
 ) -> None:
-    old, new = change
     assert old in GOOD
     found = problems(tmp_path, GOOD.replace(old, new, 1))
-    path = tmp_path / "harmless.yaml"
-    assert any(p.startswith(f"{path}{expected}") for p in found), found
+    expected = f"{tmp_path / 'harmless.yaml'}:{line}: field `{field}`: {message}"
+    assert any(p.startswith(expected) for p in found), found
 
 
 def test_missing_environment_variable(tmp_path: Path) -> None:

@@ -128,11 +128,11 @@ def test_getters_report_the_switch(legacy: LegacySwitch) -> None:
 def test_unreachable_switch_and_ambiguous_bridge(legacy: LegacySwitch) -> None:
     driver_class = napalm.get_network_driver("hairpin_ovs")
     with pytest.raises(
-        ConnectionException, match="/nonexistent.sock: ovs-vsctl: .*database connection failed"
+        ConnectionException, match=r"/nonexistent\.sock: ovs-vsctl: .*database connection failed"
     ):
         driver_class("/nonexistent.sock", "", "").open()
     legacy.ovs.vsctl("add-br", "br1", "--", "set", "bridge", "br1", "datapath_type=netdev")
-    with pytest.raises(ConnectionException, match="2 bridges \\(br0, br1\\); say which"):
+    with pytest.raises(ConnectionException, match=r"2 bridges \(br0, br1\); say which"):
         driver_class(legacy.db, "", "").open()
     chosen = driver_class(legacy.db, "", "", optional_args={"bridge": "br1"})
     chosen.open()
