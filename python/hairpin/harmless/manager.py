@@ -203,10 +203,10 @@ class Manager:
 
     def plan(self) -> None:
         """Prints the VLAN map and each device's candidate and diff; changes nothing."""
+        self._server_problems()
         fleet = Fleet(self.deployment)
         try:
             plans, _ = self._plans(fleet)
-            self._server_problems()
             self._show_plan(plans)
             fleet.run(discard)
         finally:
@@ -247,10 +247,12 @@ class Manager:
         try:
             daemon = self._start_daemon(binary, deployment.ports)
             self._push_links(hairpinctl, deployment.ports, facts)
-        except DaemonError as e:
+        except BaseException as e:  # DaemonError, or Ctrl-C while hairpind starts
             if daemon is not None:
                 daemon.stop()
             fleet.run(discard)
+            if not isinstance(e, DaemonError):
+                raise
             raise Failed(f"{e}\nno device was changed") from e
 
         devices: dict[str, DeviceState] = {}
