@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hairpin.harmless.config import ConfigError, load
+from hairpin.harmless import yamledit
+from hairpin.harmless.config import ConfigError, LogicalPort, load
 from hairpin.harmless.inventory import build_inventory, dialect_name
 
 GOOD = """\
@@ -204,3 +205,24 @@ sw1:
     (tmp_path / "hosts.yaml").write_text("other:\n  hostname: 192.0.2.9\n")
     with pytest.raises(ConfigError, match=r"hosts.yaml: no host sw1"):
         build_inventory(load(tmp_path / "harmless.yaml", {"SW1_PASSWORD": "pw"}))
+
+
+def test_port_changes_edit_the_file_and_keep_the_map(tmp_path: Path) -> None:
+    text = GOOD.replace("          - p1\n", "          - p1  # the printer\n")
+    path = write(tmp_path, text)
+    deployment = load(path, {"SW1_PASSWORD": "x"})
+    p1, p2, p3 = deployment.ports
+    remaining = [p1, p3]
+    yamledit.remove_port(path, p2, remaining)
+    after = load(path, {"SW1_PASSWORD": "x"})
+    assert [(p.port, p.vlan, p.of_port) for p in after.ports] == [("p1", 101, 1), ("p3", 150, 2)]
+    assert "# the printer" in path.read_text()
+
+    added = LogicalPort("sw1", "p7", 107, 9, "printer2", "eth1", None)
+    yamledit.add_port(path, added, deployment.trunks[0])
+    again = load(path, {"SW1_PASSWORD": "x"})
+    assert [(p.port, p.vlan, p.of_port, p.name) for p in again.ports] == [
+        ("p1", 101, 1, "p1"),
+        ("p3", 150, 2, "p3"),
+        ("p7", 107, 9, "printer2"),
+    ]

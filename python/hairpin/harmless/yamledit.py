@@ -23,6 +23,7 @@ def _yaml() -> YAML:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 100
+    yaml.indent(mapping=2, sequence=4, offset=2)
     return yaml
 
 
