@@ -248,11 +248,15 @@ class Manager:
             daemon = self._start_daemon(binary, deployment.ports)
             self._push_links(hairpinctl, deployment.ports, facts)
         except BaseException as e:  # DaemonError, or Ctrl-C while hairpind starts
+            exited = daemon is not None and not daemon.alive()
             if daemon is not None:
                 daemon.stop()
             fleet.run(discard)
             if not isinstance(e, DaemonError):
                 raise
+            if exited and daemon is not None:
+                # It answered, then exited (a listener it could not open, say): its log says why.
+                e = DaemonError(f"hairpind exited after starting; its log:\n{daemon.log_tail()}")
             raise Failed(f"{e}\nno device was changed") from e
 
         devices: dict[str, DeviceState] = {}
