@@ -1,0 +1,1 @@
+"""NAPALM drivers of ours: :mod:`.ovs` makes an Open vSwitch bridge a legacy switch."""
