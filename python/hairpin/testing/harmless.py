@@ -250,4 +250,14 @@ def run_hairpind(
 
         if not wait_until(listening, 20.0):
             raise RuntimeError(f"hairpind did not start listening:\n{daemon.log()}")
+
+        def links_up() -> bool:
+            # A veth's carrier follows its peer's within a second (the kernel's link watch):
+            # until then the trunk drops what is sent to it.
+            return "LINK_DOWN" not in daemon.ofctl("dump-ports-desc")
+
+        if not wait_until(links_up, 10.0):
+            raise RuntimeError(
+                f"hairpind's ports did not come up:\n{daemon.ofctl('dump-ports-desc')}"
+            )
         yield daemon
