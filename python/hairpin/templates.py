@@ -67,6 +67,21 @@ def arp_reply(datapath: object, mac: str, address: str) -> OFPPktTmpMod:
     )
 
 
+def gratuitous_arp(datapath: object, pkttmp_id: int, mac: str, address: str) -> OFPPktTmpMod:
+    """A gratuitous ARP request announcing `address is at mac` (RFC 5227 ARP announcement:
+    sender and target address both `address`), for a timer to send; no copy operations."""
+    frame = (
+        b"\xff" * 6
+        + mac_bytes(mac)
+        + struct.pack("!HHHBBH", ETH_TYPE_ARP, 1, ETH_TYPE_IPV4, 6, 4, 1)
+        + mac_bytes(mac)
+        + ip_bytes(address)
+        + b"\0" * 6
+        + ip_bytes(address)
+    )
+    return OFPPktTmpMod(datapath, pkttmp_id=pkttmp_id, template=_pad(frame))
+
+
 def echo_reply(
     datapath: object, pkttmp_id: int, mac: str, address: str, payload: int
 ) -> OFPPktTmpMod:

@@ -44,8 +44,9 @@ fn run(settings: Settings) -> std::io::Result<()> {
     let (writer, readers) = dataplane::datapath::new(dp_config.clone());
     let doorbell = datapath::doorbell::Doorbell::new()?;
     let (packet_out_sender, packet_outs) = datapath::packet_out::queue(doorbell.clone());
+    let timers = datapath::timers::Timers::new(doorbell.clone());
     let shared = std::sync::Arc::clone(writer.shared());
-    let switch = Switch::new(
+    let mut switch = Switch::new(
         SwitchSettings {
             datapath_id: settings.datapath_id,
             n_tables: dp_config.n_tables,
@@ -55,6 +56,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
         shared,
         Box::new(packet_out_sender),
     );
+    switch.set_timer_queue(Box::new(timers.clone()));
     let agent = Agent::new(switch, AgentConfig::default());
     links::add_ports(&agent, &settings.ports)?;
 
@@ -82,6 +84,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
             reader: readers.reader(),
             ports,
             packet_outs: packet_outs.clone(),
+            timers: timers.clone(),
             doorbell: doorbell.clone(),
             standalone: settings.fail_mode == FailMode::Standalone,
             stop: Arc::clone(&stop),
@@ -111,6 +114,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
         .collect();
     let mut registry = control::Registry::new();
     control::templates::register(&mut registry, agent.clone());
+    control::timers::register(&mut registry, timers);
     let result = runtime.block_on(serve(agent, settings, registry));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {

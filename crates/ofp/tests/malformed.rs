@@ -619,6 +619,44 @@ fn insp_errors() {
 }
 
 #[test]
+fn timer_mod_errors() {
+    let timer = TimerMod {
+        command: TimerCommand::Add,
+        timer_id: 1,
+        pkttmp_id: 2,
+        period_us: 50_000,
+        in_port: OFPP_CONTROLLER,
+        actions: vec![Action::Output {
+            port: 1,
+            max_len: 0,
+        }],
+    };
+    let add = encode_to_vec(1, &Message::TimerMod(timer.clone()));
+    assert_eq!(add.len(), 40 + 16, "fixed part, then one output action");
+    let mut bad_cmd = add.clone();
+    bad_cmd[16] = 2;
+    assert_eq!(
+        error_of(&bad_cmd),
+        insp_error(insp_error::TIMER_MOD_BAD_COMMAND)
+    );
+    let mut short = add[..39].to_vec();
+    fix_len(&mut short);
+    assert_eq!(error_of(&short), insp_error(insp_error::BAD_EXP_LEN));
+    let mut delete_with_actions = add.clone();
+    delete_with_actions[16] = 1;
+    assert_eq!(
+        error_of(&delete_with_actions),
+        insp_error(insp_error::BAD_EXP_LEN)
+    );
+    let mut action_cut = add[..52].to_vec();
+    fix_len(&mut action_cut);
+    assert_eq!(
+        error_of(&action_cut),
+        OfpError::BadAction(BadActionCode::BadLen)
+    );
+}
+
+#[test]
 fn base_pkttmp_mod_is_beba_layout() {
     let msg = Message::PktTmpMod(PktTmpMod {
         command: PktTmpCommand::Add,

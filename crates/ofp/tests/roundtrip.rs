@@ -222,6 +222,25 @@ fn every_message() -> Vec<Message> {
                 ip_offset: 14,
             }],
         }),
+        Message::TimerMod(TimerMod {
+            command: TimerCommand::Add,
+            timer_id: 3,
+            pkttmp_id: 2,
+            period_us: 100_000,
+            in_port: OFPP_CONTROLLER,
+            actions: vec![Action::Output {
+                port: OFPP_FLOOD,
+                max_len: 0,
+            }],
+        }),
+        Message::TimerMod(TimerMod {
+            command: TimerCommand::Delete,
+            timer_id: TIMER_ALL,
+            pkttmp_id: 0,
+            period_us: 0,
+            in_port: 0,
+            actions: vec![],
+        }),
     ]
 }
 

@@ -443,3 +443,124 @@ fn template_limits_answer_pkttmp_mod_failed() {
         "{memory} bytes for {MAX_TEMPLATES} entries"
     );
 }
+
+/// Timer changes as the switch core hands them to the datapath threads.
+#[derive(Clone, Default)]
+struct Timers(Arc<Mutex<Vec<Result<switch_core::timers::TimerJob, u32>>>>);
+
+impl switch_core::timers::TimerQueue for Timers {
+    fn set(&mut self, job: switch_core::timers::TimerJob) {
+        self.0.lock().unwrap().push(Ok(job));
+    }
+    fn remove(&mut self, timer_id: u32) {
+        self.0.lock().unwrap().push(Err(timer_id));
+    }
+}
+
+#[test]
+fn timer_triggers_are_checked_then_handed_to_the_datapath() {
+    use ofp::{insp_error, TimerCommand, TimerMod};
+    let beba = |code| Err(ofp::insp_error(code));
+    let timer = |command, timer_id, pkttmp_id, period_us| TimerMod {
+        command,
+        timer_id,
+        pkttmp_id,
+        period_us,
+        in_port: ofp::OFPP_CONTROLLER,
+        actions: vec![Action::Output {
+            port: ofp::OFPP_FLOOD,
+            max_len: 0,
+        }],
+    };
+    let mut sw = switch();
+    let garp = timer(TimerCommand::Add, 1, 5, 100_000);
+    assert_eq!(
+        sw.timer_mod(&garp),
+        Err(OfpError::BadRequest(ofp::BadRequestCode::BadExpType)),
+        "a switch without a timer queue says it does not support them"
+    );
+    let queue = Timers::default();
+    sw.set_timer_queue(Box::new(queue.clone()));
+    assert_eq!(
+        sw.timer_mod(&garp),
+        beba(insp_error::TIMER_MOD_FAILED),
+        "no template 5"
+    );
+    sw.pkttmp_mod(&template(ofp::PktTmpCommand::Add, 4, vec![0; 60]))
+        .unwrap();
+    assert_eq!(
+        sw.timer_mod(&timer(TimerCommand::Add, 1, 4, 100_000)),
+        beba(insp_error::TIMER_MOD_FAILED),
+        "template 4 copies from a trigger, and a timer has none"
+    );
+    let standalone = ofp::PktTmpMod {
+        copy_ops: vec![],
+        ..template(ofp::PktTmpCommand::Add, 5, vec![0; 60])
+    };
+    sw.pkttmp_mod(&standalone).unwrap();
+    let mut bad_port = garp.clone();
+    bad_port.in_port = 0;
+    assert_eq!(
+        sw.timer_mod(&bad_port),
+        Err(OfpError::BadRequest(ofp::BadRequestCode::BadPort))
+    );
+    let mut bad_group = garp.clone();
+    bad_group.actions = vec![Action::Group(9)];
+    assert_eq!(
+        sw.timer_mod(&bad_group),
+        Err(OfpError::BadAction(BadActionCode::BadOutGroup))
+    );
+    assert_eq!(
+        sw.timer_mod(&timer(TimerCommand::Add, 2, 5, 999)),
+        beba(insp_error::TIMER_RATE_EXCEEDED),
+        "above 1,000 packets per second"
+    );
+    assert!(queue.0.lock().unwrap().is_empty(), "nothing refused is run");
+
+    sw.timer_mod(&garp).unwrap();
+    sw.timer_mod(&garp).unwrap();
+    let jobs = std::mem::take(&mut *queue.0.lock().unwrap());
+    let [Ok(job)] = &jobs[..] else {
+        panic!("one timer set, the repeated ADD changing nothing: {jobs:?}");
+    };
+    assert_eq!((job.timer_id, job.pkttmp_id), (1, 5));
+    assert_eq!(job.period_ns, 100_000_000);
+    assert_eq!(
+        job.actions,
+        [dataplane::ir::Action::Output {
+            port: ofp::OFPP_FLOOD,
+            max_len: 0
+        }]
+    );
+    assert!(
+        !sw.has_unpublished(),
+        "template 5 is visible before the first packet"
+    );
+
+    let delete = template(ofp::PktTmpCommand::Delete, 5, Vec::new());
+    assert_eq!(
+        sw.pkttmp_mod(&delete),
+        beba(insp_error::PKTTMP_MOD_FAILED),
+        "a timer sends template 5"
+    );
+    sw.timer_mod(&timer(TimerCommand::Add, 1, 5, 1_000_000))
+        .unwrap();
+    sw.timer_mod(&timer(TimerCommand::Add, 2, 5, 1_000_000))
+        .unwrap();
+    sw.timer_mod(&timer(TimerCommand::Delete, ofp::TIMER_ALL, 0, 0))
+        .unwrap();
+    let changes: Vec<_> = std::mem::take(&mut *queue.0.lock().unwrap())
+        .into_iter()
+        .map(|c| c.map(|job| (job.timer_id, job.period_ns)))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            Ok((1, 1_000_000_000)),
+            Ok((2, 1_000_000_000)),
+            Err(1),
+            Err(2)
+        ]
+    );
+    sw.pkttmp_mod(&delete).unwrap();
+}

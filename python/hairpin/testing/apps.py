@@ -76,8 +76,17 @@ def dump_templates(switch: HairpinStar) -> dict[int, dict[str, int]]:
 
 def list_templates(switch: HairpinStar) -> list[dict[str, int]]:
     """`hairpinctl call templates/list` on the daemon's control socket."""
+    return _control_list(switch, "templates/list")
+
+
+def list_timers(switch: HairpinStar) -> list[dict[str, int]]:
+    """`hairpinctl call timers/list` on the daemon's control socket."""
+    return _control_list(switch, "timers/list")
+
+
+def _control_list(switch: HairpinStar, method: str) -> list[dict[str, int]]:
     hairpinctl = find_hairpind().parent / "hairpinctl"
     control = str(switch.control_path)
-    out = switch.switch.run(str(hairpinctl), "--control", control, "call", "templates/list").stdout
+    out = switch.switch.run(str(hairpinctl), "--control", control, "call", method).stdout
     listing: list[dict[str, int]] = json.loads(out)
     return listing

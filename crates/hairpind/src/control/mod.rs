@@ -12,6 +12,7 @@
 pub mod controllets;
 mod protocol;
 pub mod templates;
+pub mod timers;
 
 use std::collections::BTreeMap;
 use std::io;
