@@ -87,6 +87,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
             timers: timers.clone(),
             doorbell: doorbell.clone(),
             standalone: settings.fail_mode == FailMode::Standalone,
+            busy_poll: settings.busy_poll,
             stop: Arc::clone(&stop),
         };
         handles.push(

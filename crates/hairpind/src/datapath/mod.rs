@@ -3,7 +3,10 @@
 //! runs the pipeline, transmits, executes the packet-outs the agent queues and sends the InSP
 //! timers' packets when due. It polls while traffic flows and sleeps in poll(2) when idle, so
 //! an idle switch burns no core; the sleep ends at the next timer's deadline, and the
-//! [`doorbell`] wakes it at once when the agent hands it work.
+//! [`doorbell`] wakes it at once when the agent hands it work. With `--busy-poll` it never
+//! sleeps: a packet then finds the thread running with warm caches, which saves the wake-up
+//! (most of an InSP answer's time in the switch on a busy machine, docs/bench/insp.md) at
+//! the price of a core.
 //!
 //! - [`ports`]: the thread's sockets by OpenFlow port number;
 //! - [`sink`]: where the pipeline's outputs and packet-ins go;
@@ -53,6 +56,8 @@ pub struct ThreadContext {
     pub doorbell: Doorbell,
     /// Fail-standalone: with no controller connected, act as a learning switch.
     pub standalone: bool,
+    /// Never sleep: poll the ports even when idle (`--busy-poll`).
+    pub busy_poll: bool,
     pub stop: Arc<AtomicBool>,
 }
 
@@ -95,7 +100,7 @@ pub fn run(mut ctx: ThreadContext) {
         ctx.ports.flush();
         if received == 0 {
             idle_rounds += 1;
-            if idle_rounds > SPIN_ROUNDS {
+            if idle_rounds > SPIN_ROUNDS && !ctx.busy_poll {
                 let now = switch_core::clock::now_ns();
                 let until_due = ctx.timers.next_due().saturating_sub(now);
                 pollfds.wait(until_due.min(IDLE_POLL_NS));
