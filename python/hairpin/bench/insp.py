@@ -6,9 +6,10 @@ target/release or $HAIRPIN_BIN):
 - reaction: ARP requests from a host namespace through hairpind, answered by the InSP
   responder (in the switch) and by the classic responder (os-ken, PACKET_IN + PACKET_OUT);
   reaction time from just before the request's send to the kernel's receive timestamp of the
-  reply (SO_TIMESTAMPNS). Fig. 7. For reference (``--cases``): InSP with busy-polling
-  datapath threads at a real-time priority, the peer's kernel answering over one veth (the
-  floor of the method), and Open vSwitch (netdev) answering with an ARP-responder flow.
+  reply (SO_TIMESTAMPNS). Fig. 7. For reference (``--cases``): InSP with hairpind at a
+  real-time priority, and with busy-polling datapath threads at that priority; the peer's
+  kernel answering over one veth (the floor of the method); Open vSwitch (netdev) answering
+  with an ARP-responder flow.
 - cpu: ARP requests at a fixed rate; CPU time of hairpind and of the controller for PACKET_IN
   only, PACKET_IN + PACKET_OUT and InSP. Figs. 8 and 9.
 - memory: many ARP reply templates installed; the switch's own accounting per entry (from
@@ -45,10 +46,13 @@ APPS = {
     "classic": "hairpin.apps.arp_classic",
     "packet_in_only": "hairpin.bench.packet_in_sink",
 }
-# Datapath threads that never sleep, at a real-time priority so that the other work on this
-# shared machine cannot keep them from a core (a stand-in for a core of their own).
-BUSY_POLL = {"extra_args": ["--busy-poll"], "wrapper": ["chrt", "-f", "50"]}
-REACTION_CASES = ("insp", "classic", "insp-busy", "kernel", "ovs")
+# The switch at a real-time priority, so that the other work on this shared machine cannot
+# keep a woken datapath thread from a core; and datapath threads that never sleep, at that
+# priority (a stand-in for a core of their own, less the kernel's real-time throttling).
+REALTIME = {"wrapper": ["chrt", "-f", "50"]}
+BUSY_POLL = {"extra_args": ["--busy-poll"], **REALTIME}
+DAEMONS = {"insp": None, "insp-rt": REALTIME, "insp-busy": BUSY_POLL}
+REACTION_CASES = ("insp", "classic", "insp-rt", "insp-busy", "kernel", "ovs")
 
 
 def machine() -> dict[str, Any]:
@@ -126,8 +130,8 @@ def asker_and_target(case: str, workdir: Path) -> Iterator[tuple[Host, str]]:
             h2.ns.run("ip", "link", "set", "eth0", "arp", "off")
             yield h3, h2.address
     else:
-        mode, daemon = ("insp", BUSY_POLL) if case == "insp-busy" else (case, None)
-        with responder(mode, workdir, daemon) as (switch, _):
+        mode = "insp" if case in DAEMONS else case
+        with responder(mode, workdir, DAEMONS.get(case)) as (switch, _):
             yield switch.hosts[2], switch.hosts[1].address
 
 

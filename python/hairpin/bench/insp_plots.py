@@ -36,6 +36,7 @@ def reaction_figure(results: dict[str, Any], png: Path) -> None:
 CASE_LABELS = {
     "kernel": "peer's kernel over one veth (floor)",
     "insp-busy": "InSP, busy-polling datapath thread",
+    "insp-rt": "InSP, hairpind at real-time priority",
     "insp": "InSP",
     "ovs": "Open vSwitch netdev, ARP-responder flow",
     "classic": "PACKET_IN/PACKET_OUT (os-ken)",
