@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,15 +43,21 @@ def mac_of(host: Host) -> str:
 
 
 def arp_probe(
-    host: Host, target: str, count: int = 1, interval: float = 0.2, timeout: float = 1.0
+    host: Host,
+    target: str | Sequence[str],
+    count: int = 1,
+    interval: float = 0.2,
+    timeout: float = 1.0,
 ) -> list[dict[str, object]]:
-    """ARP exchanges from `host` (see hairpin.testing.probe); one dict per request."""
+    """ARP exchanges from `host` for `target` (or each of several in turn; see
+    hairpin.testing.probe); one dict per request."""
+    targets = [target] if isinstance(target, str) else list(target)
     result = host.ns.run(
         sys.executable,
         "-m",
         "hairpin.testing.probe",
         "eth0",
-        target,
+        *targets,
         "--count",
         str(count),
         "--interval",
