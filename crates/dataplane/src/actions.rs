@@ -350,7 +350,8 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             frame.put(p + 1, &(v as u32).to_be_bytes()[1..]);
         }
         Field::Metadata | Field::TunnelId => {}
-        // IN_PORT, IN_PHY_PORT and IPV6_EXTHDR are not settable, and address fields of an
+        // IN_PORT, IN_PHY_PORT, IPV6_EXTHDR and the IP TTL (SET_NW_TTL sets it) are not
+        // settable by set-field, and address fields of an
         // absent protocol are ignored.
         _ => return,
     }
@@ -476,7 +477,7 @@ pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16
         // A first label takes the IP TTL; without an IP header the TTL, like every field
         // with nothing to copy from, starts at zero (OpenFlow 1.3 section 5.12.1; Open
         // vSwitch uses 64 there).
-        None => (1 << 8) | u32::from(key.layout.ip_ttl),
+        None => (1 << 8) | u32::from(key.ip_ttl),
     };
     if !frame.insert_gap(et + 2, 4) {
         return false;
@@ -571,7 +572,7 @@ fn write_ttl_at(frame: &mut Frame<'_>, key: &mut FlowKey, (at, v4): (usize, bool
     } else {
         frame.put(at, &[ttl]);
     }
-    key.layout.ip_ttl = ttl;
+    key.ip_ttl = ttl;
 }
 
 pub(crate) fn set_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
@@ -586,7 +587,7 @@ pub(crate) fn dec_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey) -> Result<(),
     let Some(at) = ip_ttl_at(key) else {
         return Ok(());
     };
-    let ttl = key.layout.ip_ttl;
+    let ttl = key.ip_ttl;
     if ttl <= 1 {
         return Err(InvalidTtl);
     }

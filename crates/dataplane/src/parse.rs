@@ -260,7 +260,7 @@ fn fill_ipv4(key: &mut FlowKey, h: &[u8; 20], l3: usize, total: usize) {
     key.ip_proto = h[9];
     key.ipv4_src = be32(h[12], h[13], h[14], h[15]);
     key.ipv4_dst = be32(h[16], h[17], h[18], h[19]);
-    key.layout.ip_ttl = h[8];
+    key.ip_ttl = h[8];
     key.layout.l3_end = off16(l3 + total);
 }
 
@@ -503,7 +503,7 @@ fn parse_ipv6(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
     key.ip_dscp = tc >> 2;
     key.ip_ecn = tc & 3;
     key.ipv6_flabel = be32(0, h[1] & 0x0f, h[2], h[3]);
-    key.layout.ip_ttl = h[7];
+    key.ip_ttl = h[7];
     key.ipv6_src = sub(h, 8);
     key.ipv6_dst = sub(h, 24);
     key.layout.l3_end = off16(end);
@@ -807,7 +807,7 @@ mod tests {
             (l.vlan, l.eth_type, l.l3, l.l4, l.l3_end),
             (NO_OFFSET, 12, 14, 34, 64)
         );
-        assert_eq!((l.ip_ttl, l.frag, l.depth), (64, 0, ParseDepth::L4));
+        assert_eq!((k.ip_ttl, l.frag, l.depth), (64, 0, ParseDepth::L4));
     }
 
     #[test]
@@ -1043,7 +1043,11 @@ mod tests {
         assert_eq!(k.ipv6_src[15], 1);
         assert_eq!(k.ipv6_dst[15], 2);
         assert_eq!(k.layout.l4, 14 + 40 + 8 + 16 + 8 + 8);
-        assert_eq!((k.layout.frag, k.layout.ip_ttl), (frag::IS_FRAGMENT, 255));
+        assert_eq!(
+            (k.layout.frag, k.ip_ttl),
+            (frag::IS_FRAGMENT, 255),
+            "the hop limit"
+        );
     }
 
     #[test]
@@ -1388,7 +1392,7 @@ mod tests {
             prop_assert_eq!((k.eth_dst, k.eth_src), (dst, src));
             let want_vid = tag.map_or(0, |(_, vid)| vid | OFPVID_PRESENT);
             prop_assert_eq!((k.vlan_vid, k.vlan_pcp), (want_vid, tag.map_or(0, |(pcp, _)| pcp as u8)));
-            prop_assert_eq!((k.ip_dscp, k.ip_ecn, k.ip_proto, k.layout.ip_ttl), (tos >> 2, tos & 3, proto, ttl));
+            prop_assert_eq!((k.ip_dscp, k.ip_ecn, k.ip_proto, k.ip_ttl), (tos >> 2, tos & 3, proto, ttl));
             prop_assert_eq!((k.tp_src, k.tp_dst), (sport, dport));
             if v6 {
                 prop_assert_eq!((k.eth_type, k.ipv6_src, k.ipv6_dst, k.ipv6_flabel), (0x86dd, ip_src, ip_dst, flabel));

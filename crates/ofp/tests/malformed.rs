@@ -189,7 +189,31 @@ fn oxm_errors() {
         (
             vec![0x00, 0x01, 0x00, 0x04, 0, 0, 0, 1],
             BadMatchCode::BadField,
-            "NXM class",
+            "NXM class, field 0 (NXM_OF_IN_PORT is not ours)",
+        ),
+        (
+            [eth_ipv4.clone(), vec![0x00, 0x01, 0x3a, 0x02, 0, 1]].concat(),
+            BadMatchCode::BadLen,
+            "NXM_NX_IP_TTL of 2 bytes",
+        ),
+        (
+            [eth_ipv4.clone(), vec![0x00, 0x01, 0x3b, 0x02, 1, 0xff]].concat(),
+            BadMatchCode::BadMask,
+            "a mask on NXM_NX_IP_TTL",
+        ),
+        (
+            vec![0x00, 0x01, 0x3a, 0x01, 1],
+            BadMatchCode::BadPrereq,
+            "NXM_NX_IP_TTL without ETH_TYPE",
+        ),
+        (
+            [
+                tlv(5, false, &[0x08, 0x06]),
+                vec![0x00, 0x01, 0x3a, 0x01, 1],
+            ]
+            .concat(),
+            BadMatchCode::BadPrereq,
+            "NXM_NX_IP_TTL on ARP",
         ),
         (
             tlv_len(0, false, 3, &[0, 0, 1]),

@@ -564,3 +564,49 @@ fn timer_triggers_are_checked_then_handed_to_the_datapath() {
     );
     sw.pkttmp_mod(&delete).unwrap();
 }
+
+#[test]
+fn nxm_nx_ip_ttl_matches_and_is_not_set_by_set_field() {
+    let (mut sw, readers) = switch_with_datapath(Collected::default());
+    let mut fm = flow(
+        FlowModCommand::Add,
+        0,
+        10,
+        Match {
+            fields: vec![
+                OxmField::exact(OxmValue::EthType(0x0800)),
+                OxmField::exact(OxmValue::NxIpTtl(1)),
+            ],
+        },
+    );
+    sw.flow_mod(fm.clone(), 0).unwrap();
+    sw.publish();
+    assert_eq!(flows(&sw)[0].match_, fm.match_, "read back as it came");
+    let mut reader = readers.reader();
+    let ttl = |ttl: u8| {
+        let mut p = vec![0u8; 60];
+        p[12..14].copy_from_slice(&[0x08, 0x00]);
+        p[14] = 0x45;
+        p[16..18].copy_from_slice(&46u16.to_be_bytes());
+        p[22] = ttl;
+        p
+    };
+    let mut batch = dataplane::batch::PacketBatch::new(2, 2048);
+    assert!(batch.push(1, &ttl(1)) && batch.push(1, &ttl(2)));
+    reader.process(0, &mut batch, &mut Discard);
+    assert_eq!(
+        flows(&sw)[0].packet_count,
+        1,
+        "only the TTL-1 packet matches"
+    );
+
+    fm.priority = 11;
+    fm.instructions = vec![Instruction::ApplyActions(vec![Action::SetField(
+        OxmValue::NxIpTtl(9),
+    )])];
+    assert_eq!(
+        sw.flow_mod(fm, 0),
+        Err(OfpError::BadAction(BadActionCode::BadSetType)),
+        "SET_NW_TTL sets the TTL"
+    );
+}
