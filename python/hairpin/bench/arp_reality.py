@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from hairpin.arpmodel import Approach, Scenario, Topology, messages, total
-from hairpin.testing.apps import OSKEN_MANAGER, arp_probe
-from hairpin.testing.fabric import CONTROLLER_PORT, Fabric, fabric
+from hairpin.testing.apps import arp_probe
+from hairpin.testing.fabric import CONTROLLER_PORT, Fabric, controller, fabric
 from hairpin.testing.ofwire import captured, count_messages
-from hairpin.testing.topology import background, wait_until
 
 MODES = {"responder": Approach.OF_RESPONDER, "insp": Approach.INSP}
 
@@ -50,12 +49,8 @@ def counted(net: Fabric, mode: str, workdir: Path) -> dict[str, Any]:
     topology = workdir / "fabric.json"
     topology.write_text(json.dumps(net.describe()))
     env = {**os.environ, "HAIRPIN_FABRIC": str(topology), "HAIRPIN_ARP_MODE": mode}
-    args = [str(OSKEN_MANAGER), "--ofp-listen-host", "127.0.0.1"]
-    args += ["--ofp-tcp-listen-port", str(CONTROLLER_PORT), "hairpin.apps.arp_fabric"]
     log = workdir / f"osken-{mode}.log"
-    with background(net.ns, args, log, env=env):
-        if not wait_until(lambda: net.connected() == len(net.switches), 30.0):
-            raise RuntimeError(f"the switches did not all connect:\n{log.read_text()}")
+    with controller(net, "hairpin.apps.arp_fabric", log, env):
         time.sleep(1.0)  # each switch has its table cleared and ARP sent to the controller
         before = net.link_packets()
         pcap = workdir / f"control-{mode}.pcap"

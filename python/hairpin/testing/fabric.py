@@ -14,11 +14,13 @@ cable, so the data-plane messages are counted independently of the switches.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import subprocess
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hairpin.testing.apps import OSKEN_MANAGER
 from hairpin.testing.daemon import find_hairpind
 from hairpin.testing.netns import Host, Namespace, link, namespace, unique_prefix
 from hairpin.testing.topology import background, wait_until
@@ -91,13 +93,27 @@ class Fabric:
         return len(listing.stdout.splitlines())
 
 
+@contextmanager
+def controller(
+    net: Fabric, module: str, log: Path, env: Mapping[str, str]
+) -> Iterator[subprocess.Popen[bytes]]:
+    """os-ken app `module` as the fabric's controller, once every switch has connected."""
+    args = [str(OSKEN_MANAGER), "--ofp-listen-host", "127.0.0.1"]
+    args += ["--ofp-tcp-listen-port", str(CONTROLLER_PORT), module]
+    with background(net.ns, args, log, env=env) as app:
+        if not wait_until(lambda: net.connected() == len(net.switches), 30.0):
+            raise RuntimeError(f"the switches did not all connect:\n{log.read_text()}")
+        yield app
+
+
 def _counters(ns: Namespace, ifname: str) -> tuple[int, int]:
     (info,) = json.loads(ns.run("ip", "-j", "-s", "link", "show", ifname).stdout)
     stats = info["stats64"]
     return int(stats["rx"]["packets"]), int(stats["tx"]["packets"])
 
 
-def _cable(ns: Namespace, a: FabricSwitch, b: FabricSwitch) -> None:
+def cable(ns: Namespace, a: FabricSwitch, b: FabricSwitch) -> None:
+    """A veth between switches `a` and `b` of `ns`, a new port on each."""
     link(ns, f"{a.name}-{b.name}", ns, f"{b.name}-{a.name}")
     a.neighbours[a.add_port(f"{a.name}-{b.name}")] = b.name
     b.neighbours[b.add_port(f"{b.name}-{a.name}")] = a.name
@@ -107,7 +123,6 @@ def _cable(ns: Namespace, a: FabricSwitch, b: FabricSwitch) -> None:
 def fabric(workdir: Path, m: int = 2, alpha: int = 2) -> Iterator[Fabric]:
     """Table 1's topology with a hairpind per switch, each connecting to a controller at
     ``tcp:127.0.0.1:CONTROLLER_PORT`` in the switch namespace. Everything is removed on exit."""
-    binary = find_hairpind()
     prefix = unique_prefix()
     with ExitStack() as stack:
         ns = stack.enter_context(namespace(f"{prefix}-sw"))
@@ -115,14 +130,14 @@ def fabric(workdir: Path, m: int = 2, alpha: int = 2) -> Iterator[Fabric]:
         aggregation = [FabricSwitch(f"a{i}", 1 + i) for i in range(1, m + 1)]
         edge = [FabricSwitch(f"e{i}", 1 + m + i) for i in range(1, m + 1)]
         for i, a in enumerate(aggregation):
-            _cable(ns, core, a)
+            cable(ns, core, a)
             if i + 1 < m:
-                _cable(ns, a, aggregation[i + 1])
+                cable(ns, a, aggregation[i + 1])
         for i, e in enumerate(edge):
             for a in aggregation:
-                _cable(ns, e, a)
+                cable(ns, e, a)
             if i + 1 < m:
-                _cable(ns, e, edge[i + 1])
+                cable(ns, e, edge[i + 1])
         hosts = []
         for e in edge:
             for _ in range(alpha):
@@ -136,23 +151,31 @@ def fabric(workdir: Path, m: int = 2, alpha: int = 2) -> Iterator[Fabric]:
                 e.host_ports[e.add_port(ifname)] = host
                 hosts.append(host)
         switches = [core, *aggregation, *edge]
-        for i, s in enumerate(switches):
-            args = [str(binary), "--datapath-id", str(s.dpid), "--fail-mode", "secure"]
-            args += ["--listen", f"ptcp:{CONTROLLER_PORT + 1 + i}:127.0.0.1"]
-            args += ["--controller", f"tcp:127.0.0.1:{CONTROLLER_PORT}"]
-            args += ["--control-socket", str(workdir / f"{s.name}.ctl")]
-            for number, ifname in s.ports.items():
-                args += ["--port", f"{number}={ifname}"]
-            stack.enter_context(background(ns, args, workdir / f"hairpind-{s.name}.log"))
-        built = Fabric(ns, switches, hosts, workdir)
+        start_switches(stack, ns, switches, workdir)
+        yield Fabric(ns, switches, hosts, workdir)
 
-        def listening() -> bool:
-            return all(_listens(ns, CONTROLLER_PORT + 1 + i) for i in range(len(switches)))
 
-        if not wait_until(listening, 20.0):
-            logs = {s.name: (workdir / f"hairpind-{s.name}.log").read_text() for s in switches}
-            raise RuntimeError(f"the fabric's hairpinds did not start: {logs}")
-        yield built
+def start_switches(
+    stack: ExitStack, ns: Namespace, switches: list[FabricSwitch], workdir: Path
+) -> None:
+    """A hairpind per switch in `ns`, each connecting to the controller at
+    ``tcp:127.0.0.1:CONTROLLER_PORT``, stopped when `stack` closes; returns once all listen."""
+    binary = find_hairpind()
+    for i, s in enumerate(switches):
+        args = [str(binary), "--datapath-id", str(s.dpid), "--fail-mode", "secure"]
+        args += ["--listen", f"ptcp:{CONTROLLER_PORT + 1 + i}:127.0.0.1"]
+        args += ["--controller", f"tcp:127.0.0.1:{CONTROLLER_PORT}"]
+        args += ["--control-socket", str(workdir / f"{s.name}.ctl")]
+        for number, ifname in s.ports.items():
+            args += ["--port", f"{number}={ifname}"]
+        stack.enter_context(background(ns, args, workdir / f"hairpind-{s.name}.log"))
+
+    def listening() -> bool:
+        return all(_listens(ns, CONTROLLER_PORT + 1 + i) for i in range(len(switches)))
+
+    if not wait_until(listening, 20.0):
+        logs = {s.name: (workdir / f"hairpind-{s.name}.log").read_text() for s in switches}
+        raise RuntimeError(f"the hairpinds did not start: {logs}")
 
 
 def _listens(ns: Namespace, port: int) -> bool:
