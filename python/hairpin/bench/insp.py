@@ -9,7 +9,8 @@ target/release or $HAIRPIN_BIN):
   reply (SO_TIMESTAMPNS). Fig. 7. For reference (``--cases``): InSP with hairpind at a
   real-time priority, and with busy-polling datapath threads at that priority; the peer's
   kernel answering over one veth (the floor of the method); Open vSwitch (netdev) answering
-  with an ARP-responder flow.
+  with an ARP-responder flow; and on request InSP with TPACKET_V3 receive rings
+  (``insp-blocks``).
 - cpu: ARP requests at a fixed rate; CPU time of hairpind and of the controller for PACKET_IN
   only, PACKET_IN + PACKET_OUT and InSP. Figs. 8 and 9.
 - memory: many ARP reply templates installed; the switch's own accounting per entry (from
@@ -51,7 +52,12 @@ APPS = {
 # priority (a stand-in for a core of their own, less the kernel's real-time throttling).
 REALTIME = {"wrapper": ["chrt", "-f", "50"]}
 BUSY_POLL = {"extra_args": ["--busy-poll"], **REALTIME}
-DAEMONS = {"insp": None, "insp-rt": REALTIME, "insp-busy": BUSY_POLL}
+DAEMONS = {
+    "insp": None,
+    "insp-rt": REALTIME,
+    "insp-busy": BUSY_POLL,
+    "insp-blocks": {"extra_args": ["--rx-ring", "blocks"]},  # TPACKET_V3 (not by default)
+}
 REACTION_CASES = ("insp", "classic", "insp-rt", "insp-busy", "kernel", "ovs")
 
 

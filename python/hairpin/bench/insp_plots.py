@@ -38,6 +38,7 @@ CASE_LABELS = {
     "insp-busy": "InSP, busy-polling datapath thread",
     "insp-rt": "InSP, hairpind at real-time priority",
     "insp": "InSP",
+    "insp-blocks": "InSP, TPACKET_V3 receive ring",
     "ovs": "Open vSwitch netdev, ARP-responder flow",
     "classic": "PACKET_IN/PACKET_OUT (os-ken)",
 }
