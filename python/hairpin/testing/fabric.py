@@ -1,4 +1,5 @@
-"""The datacenter of seed 001 section 5.2 (Table 1, Fig. 10) built of hairpind instances.
+"""Networks of several hairpind instances, first the datacenter of seed 001 section 5.2
+(Table 1, Fig. 10).
 
 A core switch, ``m`` aggregation switches (each cabled to the core and to its neighbour),
 ``m`` edge switches (each cabled to every aggregation switch and to its neighbour) and
@@ -8,7 +9,9 @@ the controller on its loopback. Hosts are namespaces of their own, 10.0.0.i/24.
 
 :func:`fabric` builds it; :meth:`Fabric.describe` is the topology the controller app reads
 (``HAIRPIN_FABRIC``); :meth:`Fabric.link_packets` reads the kernel's own counters of every
-cable, so the data-plane messages are counted independently of the switches.
+cable, so the data-plane messages are counted independently of the switches. The parts
+(:func:`cable`, :func:`start_switches`, :func:`controller`) build other shapes too
+(:mod:`hairpin.testing.routers`).
 """
 
 from __future__ import annotations
