@@ -13,7 +13,7 @@ SYSTEM_PYTHON=/usr/bin/python3
 
 APT_PACKAGES=(
     openvswitch-switch openvswitch-testcontroller iperf3 netsniff-ng tcpdump
-    clang libbpf-dev ethtool iproute2 iputils-ping procps util-linux
+    clang libbpf-dev ethtool iproute2 iputils-ping procps util-linux linux-perf traceroute
     python3-venv python3-dev build-essential pkg-config shellcheck
     bubblewrap nats-server
 )

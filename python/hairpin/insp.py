@@ -2,8 +2,9 @@
 
 The wire format is Hairpin's `crates/ofp/INSP.md`: the BEBA experimenter (0xBEBABEBA)
 PKTTMP_MOD (exp_type 1, byte for byte BEBA's), our exp_type 2 carrying copy and checksum
-operations, the InSP instruction, and the InSP experimenter errors. Importing this module
-registers the message with os-ken's experimenter parser and the instruction with its
+operations, the InSP instruction, our timer trigger TIMER_MOD (exp_type 0x100), and the InSP
+experimenter errors. Importing this module
+registers the messages with os-ken's experimenter parser and the instruction with its
 instruction parser, so an app sends and receives them like any OpenFlow 1.3 message::
 
     dp.send_msg(OFPPktTmpMod(dp, pkttmp_id=7, template=reply, copy_ops=[CopyOp(6, 0, 6)]))
@@ -28,6 +29,9 @@ BEBA_EXPERIMENTER = 0xBEBABEBA
 PKTTMP_MOD_EXP_TYPE = 1
 PKTTMP_MOD_EXT_EXP_TYPE = 2
 INSP_INSTR_TYPE = 0
+# Our timer trigger, numbered past BEBA's message types and error codes (INSP.md).
+TIMER_MOD_EXP_TYPE = 0x100
+TIMER_ALL = 0xFFFF_FFFF
 
 _EXPERIMENTER_HEADER = struct.Struct("!II")  # experimenter, exp_type (after ofp_header)
 _BASE_FIXED = struct.Struct("!BxI4x")  # command, pad, pkttmp_id, pad[4]
@@ -36,6 +40,7 @@ _OP_HEADER = struct.Struct("!HH")
 _COPY_BODY = struct.Struct("!BxHHH4x")  # source, pad, src_offset, dst_offset, len, pad[4]
 _CHECKSUM_BODY = struct.Struct("!BxHHHH2x")  # kind, pad, start, len, dst_offset, ip_offset
 _INSTRUCTION_HEADER = struct.Struct("!HHII4xI4x")  # type, len, experimenter, instr_type, id
+_TIMER_FIXED = struct.Struct("!BxI2xIII4x")  # command, timer_id, pkttmp_id, period_us, in_port
 _OP_COPY = 1
 _OP_CHECKSUM = 2
 _OP_LEN = 16
@@ -46,6 +51,11 @@ _EXT_TEMPLATE_OFFSET = 24
 
 class PktTmpCommand(IntEnum):
     ADD = 0
+    DELETE = 1
+
+
+class TimerCommand(IntEnum):
+    ADD = 0  # installs a timer, or replaces the one installed under its id
     DELETE = 1
 
 
@@ -68,10 +78,13 @@ class InspErrorCode(IntEnum):
     BAD_EXP_INSTRUCTION = 10
     PKTTMP_MOD_FAILED = 11
     PKTTMP_MOD_BAD_COMMAND = 12
+    TIMER_MOD_FAILED = 0x100
+    TIMER_RATE_EXCEEDED = 0x101
+    TIMER_MOD_BAD_COMMAND = 0x102
 
 
 class InspDecodeError(ValueError):
-    """A malformed PKTTMP_MOD, with the error code a switch answers it with."""
+    """A malformed PKTTMP_MOD or TIMER_MOD, with the error code a switch answers it with."""
 
     def __init__(self, code: InspErrorCode, reason: str) -> None:
         super().__init__(f"{code.name}: {reason}")
@@ -216,8 +229,81 @@ def _decode_ops(raw: bytes) -> tuple[list[CopyOp], list[ChecksumOp]]:
     return copies, sums
 
 
+class OFPTimerMod(parser.OFPExperimenter):  # type: ignore[misc]
+    """TIMER_MOD, our timer trigger: every ``period_us`` the switch generates a packet from
+    template ``pkttmp_id`` (one without copy operations) and applies ``actions`` to it as to a
+    packet-out arriving on ``in_port``. DELETE reads only ``timer_id`` (TIMER_ALL: every
+    timer); a period under the switch's bound is refused with TIMER_RATE_EXCEEDED."""
+
+    def __init__(
+        self,
+        datapath: Any,
+        command: TimerCommand = TimerCommand.ADD,
+        timer_id: int = 0,
+        pkttmp_id: int = 0,
+        period_us: int = 0,
+        in_port: int = ofproto.OFPP_CONTROLLER,
+        actions: Sequence[Any] = (),
+    ) -> None:
+        self.command = TimerCommand(command)
+        self.timer_id = timer_id
+        self.pkttmp_id = pkttmp_id
+        self.period_us = period_us
+        self.in_port = in_port
+        self.actions = list(actions)
+        super().__init__(datapath, BEBA_EXPERIMENTER, TIMER_MOD_EXP_TYPE, b"")
+
+    def _serialize_body(self) -> None:
+        self.data = self.encode_body()
+        super()._serialize_body()
+
+    def encode_body(self) -> bytes:
+        """The bytes after ``experimenter | exp_type`` (message offset 16 on)."""
+        if self.command == TimerCommand.DELETE and self.actions:
+            raise ValueError("a DELETE carries no actions")
+        for name in ("timer_id", "pkttmp_id", "period_us", "in_port"):
+            value = getattr(self, name)
+            if not 0 <= value <= 0xFFFF_FFFF:
+                raise ValueError(f"{name} {value} does not fit 32 bits")
+        fixed = _TIMER_FIXED.pack(
+            self.command, self.timer_id, self.pkttmp_id, self.period_us, self.in_port
+        )
+        actions = bytearray()
+        for action in self.actions:
+            at = len(actions)
+            actions += bytes(action.len)
+            action.serialize(actions, at)
+        return fixed + bytes(actions)
+
+    @classmethod
+    def parser_subtype(cls, msg: parser.OFPExperimenter) -> OFPTimerMod:
+        """Called by os-ken's experimenter parser for (0xBEBABEBA, 0x100)."""
+        return cls.decode_body(msg.datapath, bytes(msg.data))
+
+    @classmethod
+    def decode_body(cls, datapath: Any, body: bytes) -> OFPTimerMod:
+        """Parses the bytes after ``experimenter | exp_type`` as the switch does; raises
+        :class:`InspDecodeError` with the code the switch would answer with (a malformed
+        action raises os-ken's own error: the switch answers it with OFPET_BAD_ACTION)."""
+        if len(body) < _TIMER_FIXED.size:
+            raise InspDecodeError(InspErrorCode.BAD_EXP_LEN, "shorter than the fixed part")
+        command, timer_id, pkttmp_id, period_us, in_port = _TIMER_FIXED.unpack_from(body)
+        if command not in TimerCommand._value2member_map_:
+            raise InspDecodeError(InspErrorCode.TIMER_MOD_BAD_COMMAND, f"command {command}")
+        actions = []
+        at = _TIMER_FIXED.size
+        while at < len(body):
+            action = parser.OFPAction.parser(body, at)
+            actions.append(action)
+            at += action.len
+        if command == TimerCommand.DELETE and actions:
+            raise InspDecodeError(InspErrorCode.BAD_EXP_LEN, "DELETE with actions")
+        return cls(datapath, command, timer_id, pkttmp_id, period_us, in_port, actions)
+
+
 for _exp_type in (PKTTMP_MOD_EXP_TYPE, PKTTMP_MOD_EXT_EXP_TYPE):
     parser.OFPExperimenter._subtypes[(BEBA_EXPERIMENTER, _exp_type)] = OFPPktTmpMod
+parser.OFPExperimenter._subtypes[(BEBA_EXPERIMENTER, TIMER_MOD_EXP_TYPE)] = OFPTimerMod
 
 
 @parser.OFPInstruction.register_instruction_type([ofproto.OFPIT_EXPERIMENTER])

@@ -67,6 +67,49 @@ def arp_reply(datapath: object, mac: str, address: str) -> OFPPktTmpMod:
     )
 
 
+def gratuitous_arp(datapath: object, pkttmp_id: int, mac: str, address: str) -> OFPPktTmpMod:
+    """A gratuitous ARP request announcing `address is at mac` (RFC 5227 ARP announcement:
+    sender and target address both `address`), for a timer to send; no copy operations."""
+    frame = (
+        b"\xff" * 6
+        + mac_bytes(mac)
+        + struct.pack("!HHHBBH", ETH_TYPE_ARP, 1, ETH_TYPE_IPV4, 6, 4, 1)
+        + mac_bytes(mac)
+        + ip_bytes(address)
+        + b"\0" * 6
+        + ip_bytes(address)
+    )
+    return OFPPktTmpMod(datapath, pkttmp_id=pkttmp_id, template=_pad(frame))
+
+
+def time_exceeded(datapath: object, pkttmp_id: int, mac: str, address: str) -> OFPPktTmpMod:
+    """ICMP Time Exceeded (TTL exceeded in transit) from `address` (Fig. 6): it goes to the
+    trigger's sender, the next hop back being the trigger's Ethernet source, and quotes the
+    trigger's IPv4 header and first 8 data bytes (RFC 792); both checksums computed."""
+    quoted = 20 + 8
+    icmp_len = 8 + quoted
+    frame = (
+        b"\0" * 6
+        + mac_bytes(mac)
+        + struct.pack("!H", ETH_TYPE_IPV4)
+        + _ipv4_header(ip_bytes(address), 20 + icmp_len, IPPROTO_ICMP)
+        + struct.pack("!BBH4x", ICMP_TIME_EXCEEDED, 0, 0)
+        + b"\0" * quoted
+    )
+    copies = [
+        CopyOp(ETH_SRC, ETH_DST, 6),
+        CopyOp(IP_SRC, IP_DST, 4),
+        CopyOp(IP_HEADER, ICMP_REST + 4, quoted),
+    ]
+    sums = [
+        ChecksumOp(ChecksumKind.IPV4_HEADER, IP_HEADER, IP_CHECKSUM, 20),
+        ChecksumOp(ChecksumKind.ICMPV4, ICMP_HEADER, ICMP_CHECKSUM),
+    ]
+    return OFPPktTmpMod(
+        datapath, pkttmp_id=pkttmp_id, template=_pad(frame), copy_ops=copies, checksum_ops=sums
+    )
+
+
 def echo_reply(
     datapath: object, pkttmp_id: int, mac: str, address: str, payload: int
 ) -> OFPPktTmpMod:

@@ -7,14 +7,25 @@ that verify by an independent RFC 1071 sum.
 
 from __future__ import annotations
 
+import itertools
+import os
+import statistics
 import struct
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from hairpin.apps.icmp_echo import ANNOUNCE_TEMPLATE_ID, ANNOUNCE_TIMER_ID
 from hairpin.templates import template_id
-from hairpin.testing.apps import arp_probe, dump_templates, list_templates, mac_of, osken_app
+from hairpin.testing.apps import (
+    arp_probe,
+    dump_templates,
+    list_templates,
+    list_timers,
+    mac_of,
+    osken_app,
+)
 from hairpin.testing.netns import Host
 from hairpin.testing.topology import HairpinStar, hairpin_star, wait_until
 
@@ -139,3 +150,71 @@ def test_icmp_echo_responder_replies_with_valid_checksums(tmp_path: Path) -> Non
         assert ones_complement_sum(reply[34 : 14 + ip_len]) == 0xFFFF, "ICMP checksum"
         assert reply[38 : 14 + ip_len] == request[38 : 14 + ip_len], "id, seq and data"
         assert reply[26:30] == request[30:34] and reply[30:34] == request[26:30]
+
+
+def test_timer_trigger_announces_the_address_every_period(tmp_path: Path) -> None:
+    """A TIMER_MOD sends a gratuitous ARP every 50 ms out of every port, with no triggering
+    packet and no controller in the loop; a period under the switch's bound is refused."""
+    from scapy.all import rdpcap  # scapy is heavy; only these tests need it
+
+    log = tmp_path / "osken.log"
+    address, mac = "10.0.0.254", "02:00:00:00:00:fe"
+    frames = 11
+    with hairpin_star(tmp_path, hosts=2) as switch:
+        pcaps = [tmp_path / f"h{i}.pcap" for i in (1, 2)]
+        env = {**os.environ, "HAIRPIN_ECHO_ANNOUNCE_MS": "50"}
+        with osken_app(switch, "hairpin.apps.icmp_echo", log, env=env):
+            captures = [
+                host.ns.popen(
+                    "tcpdump",
+                    "-i",
+                    "eth0",
+                    "-n",
+                    "-U",
+                    "-c",
+                    str(frames),
+                    "--time-stamp-precision=nano",
+                    "-w",
+                    str(pcap),
+                    "arp",
+                    stderr=subprocess.DEVNULL,
+                )
+                for host, pcap in zip(switch.hosts, pcaps, strict=True)
+            ]
+            try:
+                for capture in captures:
+                    capture.wait(10)  # it stops by itself after `frames` ARP frames
+            finally:
+                for capture in captures:
+                    capture.terminate()
+                    capture.wait(5)
+            (timer,) = list_timers(switch)
+        assert [c.returncode for c in captures] == [0, 0], log.read_text()
+        assert timer["timer_id"] == ANNOUNCE_TIMER_ID, timer
+        assert timer["pkttmp_id"] == ANNOUNCE_TEMPLATE_ID and timer["period_us"] == 50_000
+        assert timer["sent"] >= frames, timer
+
+        for pcap in pcaps:
+            packets = rdpcap(str(pcap))
+            assert len(packets) == frames
+            for p in packets:
+                raw = bytes(p)
+                assert raw[0:6] == b"\xff" * 6 and raw[6:12].hex(":") == mac
+                assert struct.unpack_from("!H", raw, 20)[0] == 1, "an ARP request"
+                assert raw[22:28].hex(":") == mac
+                assert raw[28:32] == raw[38:42] == bytes(map(int, address.split(".")))
+            stamps = [float(p.time) for p in packets]
+            gaps = [b - a for a, b in itertools.pairwise(stamps)]
+            # Loose bounds (the machine is shared): one packet per period, never a burst.
+            assert 0.035 <= statistics.median(gaps) <= 0.075, gaps
+            assert min(gaps) >= 0.025, gaps
+
+        # The switch bounds the rate: 0.5 ms is refused, the installed timer stays as it was.
+        env = {**os.environ, "HAIRPIN_ECHO_ANNOUNCE_MS": "0.5"}
+        with osken_app(switch, "hairpin.apps.icmp_echo", log, env=env):
+            assert wait_until(lambda: "TIMER_RATE_EXCEEDED" in log.read_text(), 10.0), (
+                log.read_text()
+            )
+            (timer,) = list_timers(switch)
+        assert timer["period_us"] == 50_000, timer
+        switch.assert_alive()

@@ -20,6 +20,8 @@ from os_ken.ofproto import ofproto_v1_3_parser as parser
 
 from hairpin.insp import (
     BEBA_EXPERIMENTER,
+    TIMER_ALL,
+    TIMER_MOD_EXP_TYPE,
     ChecksumKind,
     ChecksumOp,
     CopyOp,
@@ -27,7 +29,9 @@ from hairpin.insp import (
     InspErrorCode,
     OFPInstructionInsp,
     OFPPktTmpMod,
+    OFPTimerMod,
     PktTmpCommand,
+    TimerCommand,
     insp_error,
 )
 
@@ -57,6 +61,11 @@ def time_exceeded_template() -> bytes:
         + bytes([11, 0, 0, 0, 0, 0, 0, 0])
         + b"\0" * 28
     )
+
+
+def gratuitous_arp_template() -> bytes:
+    arp = bytes([0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, 1]) + MAC_C + IP_C + b"\0" * 6 + IP_C
+    return b"\xff" * 6 + MAC_C + arp + b"\0" * 18
 
 
 def flow(priority: int, match: Any, instructions: list[Any]) -> Any:
@@ -100,6 +109,10 @@ def builders() -> dict[str, tuple[int, Any]]:
         InspErrorCode.PKTTMP_MOD_FAILED, encode(8, OFPPktTmpMod(DP, delete, 9))
     )
     bad_instr = experimenter_error(InspErrorCode.BAD_EXP_INSTRUCTION, b"")
+    flood = parser.OFPActionOutput(ofproto.OFPP_FLOOD, ofproto.OFPCML_NO_BUFFER)
+    controller = ofproto.OFPP_CONTROLLER
+    too_fast = OFPTimerMod(DP, TimerCommand.ADD, 2, 77, 999, controller, [flood])
+    rate_exceeded = experimenter_error(InspErrorCode.TIMER_RATE_EXCEEDED, encode(14, too_fast))
     return {
         "pkttmp_add_base": (1, OFPPktTmpMod(DP, add, 123, arp_reply_template())),
         "pkttmp_delete": (2, OFPPktTmpMod(DP, delete, 123)),
@@ -126,6 +139,17 @@ def builders() -> dict[str, tuple[int, Any]]:
         ),
         "error_pkttmp_mod_failed": (8, failed),
         "error_bad_exp_instruction": (9, bad_instr),
+        "pkttmp_add_gratuitous_arp": (10, OFPPktTmpMod(DP, add, 77, gratuitous_arp_template())),
+        "timer_add_flood_every_50ms": (
+            11,
+            OFPTimerMod(DP, TimerCommand.ADD, 1, 77, 50_000, controller, [flood]),
+        ),
+        "timer_add_into_pipeline": (
+            12,
+            OFPTimerMod(DP, TimerCommand.ADD, 1, 77, 1_000_000, controller, [to_table]),
+        ),
+        "timer_delete_all": (13, OFPTimerMod(DP, TimerCommand.DELETE, TIMER_ALL, in_port=0)),
+        "error_timer_rate_exceeded": (14, rate_exceeded),
     }
 
 
@@ -167,6 +191,10 @@ def test_os_ken_parses_the_switch_bytes_back(vector: dict[str, Any]) -> None:
         fields = ("command", "pkttmp_id", "template", "copy_ops", "checksum_ops", "exp_type")
         for field in fields:
             assert getattr(parsed, field) == getattr(built, field), field
+    elif isinstance(built, OFPTimerMod):
+        for field in ("command", "timer_id", "pkttmp_id", "period_us", "in_port"):
+            assert getattr(parsed, field) == getattr(built, field), field
+        assert [a.port for a in parsed.actions] == [a.port for a in built.actions]
     elif isinstance(built, parser.OFPFlowMod):
         insp = [i for i in parsed.instructions if isinstance(i, OFPInstructionInsp)]
         assert len(insp) == 1
@@ -181,11 +209,14 @@ def test_os_ken_parses_the_switch_bytes_back(vector: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("vector", load("malformed"), ids=lambda v: v["name"])
-def test_malformed_pkttmp_mods_get_the_switch_error(vector: dict[str, Any]) -> None:
+def test_malformed_messages_get_the_switch_error(vector: dict[str, Any]) -> None:
     data = bytes.fromhex(vector["hex"])
     (exp_type,) = struct.unpack_from("!I", data, 12)
     with pytest.raises(InspDecodeError) as caught:
-        OFPPktTmpMod.decode_body(DP, exp_type, data[16:])
+        if exp_type == TIMER_MOD_EXP_TYPE:
+            OFPTimerMod.decode_body(DP, data[16:])
+        else:
+            OFPPktTmpMod.decode_body(DP, exp_type, data[16:])
     assert caught.value.code == InspErrorCode(vector["error"])
 
 
@@ -214,6 +245,14 @@ def test_operations_that_do_not_fit_are_refused_before_sending() -> None:
     delete_with_ops = OFPPktTmpMod(DP, PktTmpCommand.DELETE, 1, copy_ops=[CopyOp(0, 0, 1)])
     with pytest.raises(ValueError, match="ADD only"):
         encode(1, delete_with_ops)
+
+
+def test_timer_fields_that_do_not_fit_are_refused_before_sending() -> None:
+    flood = parser.OFPActionOutput(ofproto.OFPP_FLOOD)
+    with pytest.raises(ValueError, match="period_us"):
+        encode(1, OFPTimerMod(DP, TimerCommand.ADD, 1, 2, 1 << 32, actions=[flood]))
+    with pytest.raises(ValueError, match="no actions"):
+        encode(1, OFPTimerMod(DP, TimerCommand.DELETE, 1, actions=[flood]))
 
 
 def test_insp_error_names_only_beba_experimenter_errors() -> None:

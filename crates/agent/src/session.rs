@@ -100,6 +100,7 @@ fn is_modifying(msg: &Message) -> bool {
             | Message::MeterMod(_)
             | Message::PacketOut(_)
             | Message::PktTmpMod(_)
+            | Message::TimerMod(_)
     ) || matches!(msg, Message::MultipartRequest(m)
         if matches!(&m.body, ofp::MultipartRequestBody::TableFeatures(t) if !t.is_empty()))
 }
@@ -240,6 +241,10 @@ impl Session {
             }
             Message::PktTmpMod(m) => {
                 switch.pkttmp_mod(&m)?;
+                Outcome::default()
+            }
+            Message::TimerMod(m) => {
+                switch.timer_mod(&m)?;
                 Outcome::default()
             }
             Message::MultipartRequest(req) => {

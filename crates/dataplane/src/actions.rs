@@ -400,8 +400,9 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
             frame.put(p + pbb::field::ISID.start, &isid);
         }
         Field::Metadata | Field::TunnelId => {}
-        // IN_PORT, IN_PHY_PORT and IPV6_EXTHDR are not settable, the Ethernet addresses
-        // were set above, and address fields of an absent protocol are ignored.
+        // IN_PORT, IN_PHY_PORT, IPV6_EXTHDR and the IP TTL (SET_NW_TTL sets it) are not
+        // settable by set-field, the Ethernet addresses were set above, and address fields
+        // of an absent protocol are ignored.
         _ => return,
     }
     field.set_in(key, &value);
@@ -539,7 +540,7 @@ pub(crate) fn push_mpls(frame: &mut Frame<'_>, key: &mut FlowKey, ethertype: u16
         // A first label takes the IP TTL; without an IP header the TTL, like every field
         // with nothing to copy from, starts at zero (OpenFlow 1.3 section 5.12.1; Open
         // vSwitch uses 64 there).
-        None => mpls::Lse(0).with_bos(1).with_ttl(key.layout.ip_ttl),
+        None => mpls::Lse(0).with_bos(1).with_ttl(key.ip_ttl),
     };
     // The label goes right after the EtherType, which becomes MPLS's.
     let label_at = et + ETHERTYPE_LEN;
@@ -632,7 +633,7 @@ fn write_ttl_at(frame: &mut Frame<'_>, key: &mut FlowKey, (at, v4): (usize, bool
     } else {
         frame.put(at, &[ttl]);
     }
-    key.layout.ip_ttl = ttl;
+    key.ip_ttl = ttl;
 }
 
 pub(crate) fn set_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey, ttl: u8) {
@@ -647,7 +648,7 @@ pub(crate) fn dec_nw_ttl(frame: &mut Frame<'_>, key: &mut FlowKey) -> Result<(),
     let Some(at) = ip_ttl_at(key) else {
         return Ok(());
     };
-    let ttl = key.layout.ip_ttl;
+    let ttl = key.ip_ttl;
     if ttl <= 1 {
         return Err(InvalidTtl);
     }

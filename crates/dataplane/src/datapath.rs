@@ -231,6 +231,31 @@ impl DatapathReader {
         });
     }
 
+    /// Generates a packet from template `template_id` without a trigger (an InSP timer) and
+    /// runs `actions` on it as on a packet-out arriving on `in_port`.
+    pub fn generate(
+        &mut self,
+        now_ns: u64,
+        template_id: u32,
+        in_port: u32,
+        actions: &[Action],
+        sink: &mut impl PacketSink,
+    ) {
+        self.with_state(|state, shared, lease, scratch| {
+            crate::pipeline::generate(
+                state,
+                shared,
+                lease,
+                scratch,
+                now_ns,
+                template_id,
+                in_port,
+                actions,
+                sink,
+            );
+        });
+    }
+
     /// Runs `f` on the current snapshot with this reader's counters and scratch; false when
     /// the writer has gone (nothing to run on).
     fn with_state(

@@ -3,8 +3,12 @@
 //!
 //! The first [`KEY_WORDS`] words of a [`FlowKey`] hold only matchable fields (no padding, no
 //! bookkeeping), so `key.words()[i] & mask.words()[i]` is a valid masked comparison. Packet
-//! bookkeeping the pipeline needs (header offsets, TTLs, fragment flags) lives in
+//! bookkeeping the pipeline needs (header offsets, the MPLS TTL, fragment flags) lives in
 //! [`FlowKey::layout`], after the matchable words, and is never part of a match.
+//!
+//! Besides the 40 OXM basic fields the key holds the IP TTL, which OpenFlow 1.3 cannot match
+//! but Open vSwitch's NXM_NX_IP_TTL can ([`Field::IpTtl`]): routers match TTL 1 to answer
+//! ICMP Time Exceeded (seed 001 Fig. 6).
 
 use core::mem::{offset_of, size_of};
 
@@ -84,8 +88,6 @@ pub struct Layout {
     pub l4: u16,
     /// End of the IP packet per its length field (Ethernet padding excluded).
     pub l3_end: u16,
-    /// IPv4 TTL or IPv6 hop limit (0 when no IP header).
-    pub ip_ttl: u8,
     /// TTL of the top MPLS label (0 when none).
     pub mpls_ttl: u8,
     /// Number of VLAN tags seen.
@@ -113,7 +115,6 @@ impl Layout {
         l3: NO_OFFSET,
         l4: NO_OFFSET,
         l3_end: NO_OFFSET,
-        ip_ttl: 0,
         mpls_ttl: 0,
         vlan_tags: 0,
         frag: 0,
@@ -153,7 +154,7 @@ macro_rules! flow_key {
         pub struct FlowKey {
             $( $(#[$doc])* pub $name: $ty, )*
             /// Pad so the matchable part is a whole number of words; always zero.
-            pub pad: [u8; 4],
+            pub pad: [u8; 3],
             /// Non-matchable bookkeeping.
             pub layout: Layout,
         }
@@ -163,7 +164,7 @@ macro_rules! flow_key {
             /// context so resetting a key compiles to plain stores).
             pub const EMPTY: FlowKey = FlowKey {
                 $( $name: <$ty as ConstZero>::ZERO, )*
-                pad: [0; 4],
+                pad: [0; 3],
                 layout: Layout::EMPTY,
             };
         }
@@ -175,7 +176,7 @@ macro_rules! flow_key {
                 end += size_of::<$ty>();
             )*
             assert!(offset_of!(FlowKey, pad) == end);
-            assert!(end + 4 == KEY_WORDS * 8);
+            assert!(end + 3 == KEY_WORDS * 8);
             assert!(offset_of!(FlowKey, layout) == KEY_WORDS * 8);
             assert!(size_of::<FlowKey>() % 8 == 0);
         };
@@ -255,6 +256,9 @@ flow_key! {
     nd_sll: [u8; 6],
     /// ND target link-layer address.
     nd_tll: [u8; 6],
+    /// IPv4 TTL or IPv6 hop limit (0 when no IP header): Open vSwitch's NXM_NX_IP_TTL, in
+    /// what was the last word's padding.
+    ip_ttl: u8,
 }
 
 /// Hashes the matchable words in one piece (field by field costs a hasher call per field;
@@ -290,7 +294,7 @@ impl FlowKey {
     pub fn all_ones() -> Self {
         let mut k = Self::default();
         *k.words_mut() = [u64::MAX; KEY_WORDS];
-        k.pad = [0; 4];
+        k.pad = [0; 3];
         k
     }
 
@@ -434,8 +438,8 @@ impl FieldRepr for [u8; 16] {
 macro_rules! fields {
     ($( $variant:ident = $num:literal, $name:literal, $slot:ident, $bits:literal, $len:literal,
         $maskable:literal, $depth:ident; )*) => {
-        /// One OpenFlow 1.3 OXM basic field (`OFPXMC_OPENFLOW_BASIC`); the discriminant is the
-        /// OXM field number.
+        /// One matchable field: an OpenFlow 1.3 OXM basic field (`OFPXMC_OPENFLOW_BASIC`),
+        /// whose discriminant is its OXM field number, or [`Field::IpTtl`] (40, after them).
         #[repr(u8)]
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
         pub enum Field {
@@ -446,10 +450,10 @@ macro_rules! fields {
         }
 
         impl Field {
-            /// Every field, in OXM number order.
-            pub const ALL: [Field; 40] = [$(Field::$variant),*];
+            /// Every field, in number order.
+            pub const ALL: [Field; 41] = [$(Field::$variant),*];
 
-            /// The field with OXM number `n`, if it is one of the 40 basic fields.
+            /// The field numbered `n`: an OXM basic field's number, or 40 for [`Field::IpTtl`].
             pub fn from_oxm(n: u8) -> Option<Field> {
                 match n {
                     $($num => Some(Field::$variant),)*
@@ -457,12 +461,12 @@ macro_rules! fields {
                 }
             }
 
-            /// OXM field number.
+            /// The field's number (its OXM number for a basic field).
             pub fn oxm(self) -> u8 {
                 self as u8
             }
 
-            /// The OpenFlow name without the `OFPXMT_OFB_` prefix.
+            /// The OpenFlow name without the `OFPXMT_OFB_` prefix (`NXM_NX_IP_TTL` for the TTL).
             pub fn name(self) -> &'static str {
                 match self { $(Field::$variant => $name,)* }
             }
@@ -548,6 +552,7 @@ fields! {
     PbbIsid = 37, "PBB_ISID", pbb_isid, 24, 3, true, L2;
     TunnelId = 38, "TUNNEL_ID", tunnel_id, 64, 8, true, L2;
     Ipv6Exthdr = 39, "IPV6_EXTHDR", ipv6_exthdr, 9, 2, true, L3;
+    IpTtl = 40, "NXM_NX_IP_TTL", ip_ttl, 8, 1, false, L3;
 }
 
 impl Field {
@@ -589,7 +594,7 @@ impl Field {
         use Field::*;
         match self {
             InPhyPort | VlanPcp => &[],
-            IpDscp | IpEcn | IpProto => &[(EthType, 0x0800), (EthType, 0x86dd)],
+            IpDscp | IpEcn | IpProto | IpTtl => &[(EthType, 0x0800), (EthType, 0x86dd)],
             Ipv4Src | Ipv4Dst => &[(EthType, 0x0800)],
             TcpSrc | TcpDst => &[(IpProto, 6)],
             UdpSrc | UdpDst => &[(IpProto, 17)],
@@ -608,7 +613,7 @@ impl Field {
     }
 }
 
-/// A set of [`Field`]s, one bit per OXM field number.
+/// A set of [`Field`]s, one bit per field number.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, Debug)]
 pub struct FieldSet(pub u64);
 
@@ -887,7 +892,7 @@ mod tests {
             assert_eq!(Field::from_oxm(f.oxm()), Some(f));
             assert!(f.oxm_len() * 8 >= f.bits() as usize);
         }
-        assert_eq!(Field::from_oxm(40), None);
+        assert_eq!(Field::from_oxm(41), None);
         assert_eq!(Field::VlanVid.full_mask().0, 0x1fff);
         assert_eq!(Field::PbbIsid.full_mask().0, 0xff_ffff);
     }

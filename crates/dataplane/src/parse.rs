@@ -269,7 +269,7 @@ fn fill_ipv4(
     key.ip_proto = ip.protocol();
     key.ipv4_src = ip.src();
     key.ipv4_dst = ip.dst();
-    key.layout.ip_ttl = ip.ttl();
+    key.ip_ttl = ip.ttl();
     key.layout.l3_end = off16(l3 + total);
 }
 
@@ -488,7 +488,7 @@ fn parse_ipv6(pkt: &[u8], l3: usize, key: &mut FlowKey) -> ParseOutcome {
     key.ip_dscp = tc >> ipv4::DSCP_SHIFT;
     key.ip_ecn = tc & ipv4::ECN_MASK;
     key.ipv6_flabel = ip.flow_label();
-    key.layout.ip_ttl = ip.hop_limit();
+    key.ip_ttl = ip.hop_limit();
     key.ipv6_src = ip.src();
     key.ipv6_dst = ip.dst();
     key.layout.l3_end = off16(end);
@@ -788,7 +788,7 @@ mod tests {
             (l.vlan, l.eth_type, l.l3, l.l4, l.l3_end),
             (NO_OFFSET, 12, 14, 34, 64)
         );
-        assert_eq!((l.ip_ttl, l.frag, l.depth), (64, 0, ParseDepth::L4));
+        assert_eq!((k.ip_ttl, l.frag, l.depth), (64, 0, ParseDepth::L4));
     }
 
     #[test]
@@ -1024,7 +1024,11 @@ mod tests {
         assert_eq!(k.ipv6_src[15], 1);
         assert_eq!(k.ipv6_dst[15], 2);
         assert_eq!(k.layout.l4, 14 + 40 + 8 + 16 + 8 + 8);
-        assert_eq!((k.layout.frag, k.layout.ip_ttl), (frag::IS_FRAGMENT, 255));
+        assert_eq!(
+            (k.layout.frag, k.ip_ttl),
+            (frag::IS_FRAGMENT, 255),
+            "the hop limit"
+        );
     }
 
     #[test]
@@ -1369,7 +1373,7 @@ mod tests {
             prop_assert_eq!((k.eth_dst, k.eth_src), (dst, src));
             let want_vid = tag.map_or(0, |(_, vid)| vid | OFPVID_PRESENT);
             prop_assert_eq!((k.vlan_vid, k.vlan_pcp), (want_vid, tag.map_or(0, |(pcp, _)| pcp as u8)));
-            prop_assert_eq!((k.ip_dscp, k.ip_ecn, k.ip_proto, k.layout.ip_ttl), (tos >> 2, tos & 3, proto, ttl));
+            prop_assert_eq!((k.ip_dscp, k.ip_ecn, k.ip_proto, k.ip_ttl), (tos >> 2, tos & 3, proto, ttl));
             prop_assert_eq!((k.tp_src, k.tp_dst), (sport, dport));
             if v6 {
                 prop_assert_eq!((k.eth_type, k.ipv6_src, k.ipv6_dst, k.ipv6_flabel), (0x86dd, ip_src, ip_dst, flabel));

@@ -420,6 +420,52 @@ fn insp_with_a_missing_template_generates_nothing() {
 }
 
 #[test]
+fn a_timer_generates_without_a_trigger_into_ports_or_the_pipeline() {
+    let (mut w, mut r) = datapath(4);
+    let bytes = udp4(0xc0a8_0001, 0xc0a8_0002, 7, 7, 64, 64);
+    let standalone = PacketTemplate::new(bytes.clone(), vec![], vec![]).expect("valid");
+    w.apply(Op::SetTemplate {
+        id: 6,
+        template: Arc::new(standalone),
+    });
+    w.apply(Op::SetTemplate {
+        id: 5,
+        template: Arc::new(echo_template()),
+    });
+    add_flow(
+        &mut w,
+        0,
+        1,
+        10,
+        m(&[(Field::EthType, 0x0800), (Field::Ipv4Src, 0xc0a8_0001)]),
+        vec![apply(vec![out(port::IN_PORT), out(4)])],
+    );
+    w.publish();
+    let mut rec = Recorder::default();
+    r.generate(0, 6, 2, &[out(3)], &mut rec);
+    assert_eq!(
+        rec.out,
+        [(3, bytes.clone())],
+        "the template's bytes, out of port 3"
+    );
+    // Into the pipeline as if received on port 2: the flow sends it back and to port 4.
+    let mut rec = Recorder::default();
+    r.generate(0, 6, 2, &[out(port::TABLE)], &mut rec);
+    assert_eq!(rec.ports(), vec![2, 4]);
+    // A template that copies from a trigger, or one that is gone, generates nothing.
+    let mut rec = Recorder::default();
+    r.generate(0, 5, 2, &[out(3)], &mut rec);
+    r.generate(0, 77, 2, &[out(3)], &mut rec);
+    assert!(rec.out.is_empty());
+    let failed = r
+        .shared()
+        .drops
+        .insp_failed
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(failed, 2);
+}
+
+#[test]
 fn normal_floods_unknown_then_forwards_learned_never_to_ingress() {
     let (mut w, mut r) = datapath(4);
     add_flow(

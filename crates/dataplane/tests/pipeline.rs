@@ -483,6 +483,51 @@ fn flood_and_all_never_return_to_the_ingress_port() {
 }
 
 #[test]
+fn ip_ttl_matches_what_the_packet_carries_after_earlier_decrements() {
+    let (mut w, mut r) = datapath(4);
+    let ipv4 = (Field::EthType, 0x0800);
+    // Table 0: TTL 1 to port 4 (the router's expiry), else decrement and go on; table 1 sees
+    // the decremented TTL.
+    add_flow(
+        &mut w,
+        0,
+        1,
+        20,
+        m(&[ipv4, (Field::IpTtl, 1)]),
+        vec![apply(vec![out(4)])],
+    );
+    add_flow(
+        &mut w,
+        0,
+        2,
+        10,
+        m(&[ipv4]),
+        vec![apply(vec![Action::DecNwTtl]), Instruction::GotoTable(1)],
+    );
+    add_flow(
+        &mut w,
+        1,
+        3,
+        20,
+        m(&[ipv4, (Field::IpTtl, 63)]),
+        vec![apply(vec![out(2)])],
+    );
+    add_flow(&mut w, 1, 4, 10, m(&[ipv4]), vec![apply(vec![out(3)])]);
+    w.publish();
+    let rec = send(
+        &mut r,
+        1,
+        &[
+            (1, udp4(SRC, DST, 1, 2, 1, 64)),
+            (1, udp4(SRC, DST, 1, 2, 64, 64)),
+            (1, udp4(SRC, DST, 1, 2, 9, 64)),
+        ],
+    );
+    assert_eq!(rec.ports(), vec![4, 2, 3]);
+    assert_eq!(rec.out[1].1[22], 63, "the decrement reached the packet too");
+}
+
+#[test]
 fn ttl_expiry_goes_to_the_controller_only_when_configured() {
     let (mut w, mut r) = datapath(4);
     add_flow(

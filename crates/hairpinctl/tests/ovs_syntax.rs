@@ -30,6 +30,8 @@ const FLOWS: &[&str] = &[
     "dl_vlan=0xffff actions=push_vlan:0x8100,mod_vlan_vid:5,set_queue:2,group:1",
     "vlan_vid=0x1000/0x1000 actions=drop",
     "ip actions=mod_nw_ttl:5,push_mpls:0x8847,set_mpls_ttl:3,dec_mpls_ttl,output:1",
+    "priority=300,in_port=2,ip,nw_dst=10.0.3.0/24,nw_ttl=1 actions=drop",
+    "ipv6,nw_ttl=1 actions=controller",
     "dl_vlan=3 actions=set_field:00:00:00:00:00:01->eth_src,set_field:4101->vlan_vid",
 ];
 

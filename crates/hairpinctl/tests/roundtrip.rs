@@ -157,6 +157,7 @@ fn gen_match(p: &mut Picks) -> Match {
             let v6 = eth_type == 0x86dd;
             maybe(p, &mut fields, F::IpDscp);
             maybe(p, &mut fields, F::IpEcn);
+            maybe(p, &mut fields, F::NxIpTtl);
             if v6 {
                 for id in [F::Ipv6Src, F::Ipv6Dst, F::Ipv6Flabel, F::Ipv6Exthdr] {
                     maybe(p, &mut fields, id);

@@ -46,8 +46,9 @@ fn run(settings: Settings) -> std::io::Result<()> {
     let (writer, readers) = dataplane::datapath::new(dp_config.clone());
     let doorbell = datapath::doorbell::Doorbell::new()?;
     let (packet_out_sender, packet_outs) = datapath::packet_out::queue(doorbell.clone());
+    let timers = datapath::timers::Timers::new(doorbell.clone());
     let shared = std::sync::Arc::clone(writer.shared());
-    let switch = Switch::new(
+    let mut switch = Switch::new(
         SwitchSettings {
             datapath_id: settings.datapath_id,
             n_tables: dp_config.n_tables,
@@ -57,6 +58,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
         shared,
         Box::new(packet_out_sender),
     );
+    switch.set_timer_queue(Box::new(timers.clone()));
     let agent = Agent::new(switch, AgentConfig::default());
     let map = Arc::new(portmap::PortMap::new(&settings).map_err(std::io::Error::other)?);
     let legacy = Arc::new(legacy::LegacyLinks::new(Arc::clone(&map))?);
@@ -86,8 +88,10 @@ fn run(settings: Settings) -> std::io::Result<()> {
             reader: readers.reader(),
             ports,
             packet_outs: packet_outs.clone(),
+            timers: timers.clone(),
             doorbell: doorbell.clone(),
             standalone: settings.fail_mode == FailMode::Standalone,
+            busy_poll: settings.busy_poll,
             stop: Arc::clone(&stop),
         };
         handles.push(
@@ -117,6 +121,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
     let mut registry = control::Registry::new();
     control::templates::register(&mut registry, agent.clone());
     control::ports::register(&mut registry, &agent, &legacy);
+    control::timers::register(&mut registry, timers);
     let result = runtime.block_on(serve(agent, settings, registry));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {

@@ -13,13 +13,21 @@ pub const PKTTMP_MOD_EXP_TYPE: u32 = 1;
 pub const PKTTMP_MOD_EXT_EXP_TYPE: u32 = 2;
 /// instr_type of the InSP instruction.
 pub const INSP_INSTR_TYPE: u32 = 0;
+/// exp_type of our timer trigger, TIMER_MOD (see INSP.md): numbered past BEBA's own
+/// message types and error codes so that neither can ever collide with it.
+pub const TIMER_MOD_EXP_TYPE: u32 = 0x100;
 
-/// BEBA experimenter error codes (under OFPET_EXPERIMENTER, experimenter 0xBEBABEBA).
+/// Experimenter error codes (under OFPET_EXPERIMENTER, experimenter 0xBEBABEBA): BEBA's, and
+/// our timer trigger's from 0x100 on.
 pub mod insp_error {
     pub const BAD_EXP_LEN: u16 = 7;
     pub const BAD_EXP_INSTRUCTION: u16 = 10;
     pub const PKTTMP_MOD_FAILED: u16 = 11;
     pub const PKTTMP_MOD_BAD_COMMAND: u16 = 12;
+    pub const TIMER_MOD_FAILED: u16 = 0x100;
+    /// A timer's period under the switch's minimum, or all timers together over its rate.
+    pub const TIMER_RATE_EXCEEDED: u16 = 0x101;
+    pub const TIMER_MOD_BAD_COMMAND: u16 = 0x102;
 }
 
 /// The experimenter error for a BEBA error code.
@@ -263,6 +271,82 @@ impl InspInstruction {
         r.skip(4)?;
         let actions = parse_actions(r.rest())?;
         Ok(InspInstruction { pkttmp_id, actions })
+    }
+}
+
+/// TIMER_MOD command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum TimerCommand {
+    /// Installs a timer, or replaces the one installed under its id.
+    Add = 0,
+    Delete = 1,
+}
+
+/// The timer id that DELETE reads as "every timer".
+pub const TIMER_ALL: u32 = 0xffff_ffff;
+
+/// TIMER_MOD: a timer trigger, our extension of seed 001's triggers (its "future work"):
+/// every `period_us` microseconds the switch generates a packet from template `pkttmp_id`
+/// and applies `actions` to it as to a packet-out arriving on `in_port`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TimerMod {
+    pub command: TimerCommand,
+    pub timer_id: u32,
+    pub pkttmp_id: u32,
+    pub period_us: u32,
+    /// The ingress port the generated packet has (OFPP_CONTROLLER for none), as in PACKET_OUT.
+    pub in_port: u32,
+    pub actions: Vec<Action>,
+}
+
+/// TIMER_MOD's bytes after `experimenter | exp_type`, up to the actions.
+const TIMER_MOD_FIXED_LEN: usize = 24;
+
+impl TimerMod {
+    /// Appends the body after `experimenter | exp_type`.
+    pub(crate) fn emit_body(&self, out: &mut Vec<u8>) {
+        out.put_u8(self.command as u8);
+        out.put_u8(0);
+        out.put_u32(self.timer_id);
+        out.put_zeros(2);
+        out.put_u32(self.pkttmp_id);
+        out.put_u32(self.period_us);
+        out.put_u32(self.in_port);
+        out.put_zeros(4);
+        emit_actions(&self.actions, out);
+    }
+
+    /// Parses the body after `experimenter | exp_type` (`body` starts at message offset 16).
+    pub(crate) fn parse_body(body: &[u8]) -> Result<Self, OfpError> {
+        if body.len() < TIMER_MOD_FIXED_LEN {
+            return Err(insp_error(insp_error::BAD_EXP_LEN));
+        }
+        let mut r = Reader::new(body, insp_error(insp_error::BAD_EXP_LEN));
+        let command = match r.u8()? {
+            0 => TimerCommand::Add,
+            1 => TimerCommand::Delete,
+            _ => return Err(insp_error(insp_error::TIMER_MOD_BAD_COMMAND)),
+        };
+        r.skip(1)?;
+        let timer_id = r.u32()?;
+        r.skip(2)?;
+        let pkttmp_id = r.u32()?;
+        let period_us = r.u32()?;
+        let in_port = r.u32()?;
+        r.skip(4)?;
+        let actions = parse_actions(r.rest())?;
+        if command == TimerCommand::Delete && !actions.is_empty() {
+            return Err(insp_error(insp_error::BAD_EXP_LEN));
+        }
+        Ok(TimerMod {
+            command,
+            timer_id,
+            pkttmp_id,
+            period_us,
+            in_port,
+            actions,
+        })
     }
 }
 

@@ -5,7 +5,10 @@ use crate::consts::msg_type as t;
 use crate::error::{BadRequestCode, DecodeError, OfpError};
 use crate::flow::{FlowMod, FlowRemoved, PacketIn, PacketOut};
 use crate::group::GroupMod;
-use crate::insp::{PktTmpMod, INSP_EXPERIMENTER, PKTTMP_MOD_EXP_TYPE, PKTTMP_MOD_EXT_EXP_TYPE};
+use crate::insp::{
+    PktTmpMod, TimerMod, INSP_EXPERIMENTER, PKTTMP_MOD_EXP_TYPE, PKTTMP_MOD_EXT_EXP_TYPE,
+    TIMER_MOD_EXP_TYPE,
+};
 use crate::meter::MeterMod;
 use crate::multipart::{MultipartReply, MultipartRequest};
 use crate::port::{PortMod, PortStatus, TableMod};
@@ -76,6 +79,8 @@ pub enum Message {
     MeterMod(MeterMod),
     /// InSP PKTTMP_MOD (OFPT_EXPERIMENTER, experimenter 0xBEBABEBA, exp_type 1 or 2).
     PktTmpMod(PktTmpMod),
+    /// InSP timer trigger, our extension (OFPT_EXPERIMENTER, 0xBEBABEBA, exp_type 0x100).
+    TimerMod(TimerMod),
 }
 
 impl Message {
@@ -87,7 +92,7 @@ impl Message {
             M::Error(_) => t::ERROR,
             M::EchoRequest(_) => t::ECHO_REQUEST,
             M::EchoReply(_) => t::ECHO_REPLY,
-            M::Experimenter(_) | M::PktTmpMod(_) => t::EXPERIMENTER,
+            M::Experimenter(_) | M::PktTmpMod(_) | M::TimerMod(_) => t::EXPERIMENTER,
             M::FeaturesRequest => t::FEATURES_REQUEST,
             M::FeaturesReply(_) => t::FEATURES_REPLY,
             M::GetConfigRequest => t::GET_CONFIG_REQUEST,
@@ -131,6 +136,11 @@ impl Message {
                 out.put_u32(INSP_EXPERIMENTER);
                 out.put_u32(p.exp_type());
                 p.emit_body(out, msg_start);
+            }
+            M::TimerMod(m) => {
+                out.put_u32(INSP_EXPERIMENTER);
+                out.put_u32(TIMER_MOD_EXP_TYPE);
+                m.emit_body(out);
             }
             M::FeaturesRequest
             | M::GetConfigRequest
@@ -216,6 +226,9 @@ fn parse_experimenter(r: &mut Reader<'_>) -> Result<Message, OfpError> {
         && (exp_type == PKTTMP_MOD_EXP_TYPE || exp_type == PKTTMP_MOD_EXT_EXP_TYPE)
     {
         return PktTmpMod::parse_body(exp_type, r.rest()).map(Message::PktTmpMod);
+    }
+    if experimenter == INSP_EXPERIMENTER && exp_type == TIMER_MOD_EXP_TYPE {
+        return TimerMod::parse_body(r.rest()).map(Message::TimerMod);
     }
     Ok(Message::Experimenter(ExperimenterMsg {
         experimenter,

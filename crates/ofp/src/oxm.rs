@@ -2,14 +2,17 @@
 //! and its validation (prerequisites, duplicates, masks).
 //!
 //! A match is a list of [`OxmField`]s; each holds the value and, for a masked TLV, the mask as
-//! an [`OxmValue`] of the same variant. Only the OPENFLOW_BASIC class is understood; any other
-//! class is reported as `OFPBMC_BAD_FIELD`.
+//! an [`OxmValue`] of the same variant. The OPENFLOW_BASIC class is understood, and one field
+//! of Open vSwitch's NXM_1 class: NXM_NX_IP_TTL, the IP TTL that OpenFlow 1.3 cannot match
+//! and routers need (ICMP Time Exceeded for TTL 1); any other field is `OFPBMC_BAD_FIELD`.
 
 use crate::buf::{pad8, Put, Reader};
 use crate::error::{BadMatchCode, OfpError};
 
 /// OXM class of the standard fields.
 pub const OFPXMC_OPENFLOW_BASIC: u16 = 0x8000;
+/// OXM class of Open vSwitch's Nicira extension fields `NXM_NX_*` (`OFPXMC_NXM_1`).
+pub const OFPXMC_NXM_1: u16 = 0x0001;
 /// OFPMT_OXM, the only match type of OpenFlow 1.3.
 pub const OFPMT_OXM: u16 = 1;
 /// Marks a present 802.1Q header in VLAN_VID.
@@ -37,14 +40,14 @@ const ARP: &[u64] = &[0x0806];
 const MPLS: &[u64] = &[0x8847, 0x8848];
 const PBB: &[u64] = &[0x88e7];
 
-/// Declares the field table once: id, wire number, value width in bytes, significant bits,
-/// maskability and prerequisite.
+/// Declares the field table once: id, wire class and number, value width in bytes,
+/// significant bits, maskability and prerequisite.
 macro_rules! oxm_fields {
-    ($($id:ident($ty:ty) = $num:expr, $len:expr, $bits:expr, $maskable:expr, $prereq:expr;)*) => {
-        /// One OXM field of the OPENFLOW_BASIC class; the discriminant is its wire field number.
+    ($($id:ident($ty:ty) = $class:ident $num:expr, $len:expr, $bits:expr, $maskable:expr,
+        $prereq:expr;)*) => {
+        /// One OXM field: the OPENFLOW_BASIC ones in wire-number order, then NXM_NX_IP_TTL.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        #[repr(u8)]
-        pub enum OxmFieldId { $($id = $num,)* }
+        pub enum OxmFieldId { $($id,)* }
 
         /// A typed OXM value (or mask). Integer fields narrower than their Rust type must
         /// fit [`OxmFieldId::bits`]; decoding rejects wider values with `OFPBMC_BAD_VALUE`.
@@ -52,18 +55,23 @@ macro_rules! oxm_fields {
         pub enum OxmValue { $($id($ty),)* }
 
         impl OxmFieldId {
-            /// Every field, in wire-number order.
+            /// Every field: the basic ones in wire-number order, then NXM_NX_IP_TTL.
             pub const ALL: &'static [OxmFieldId] = &[$(OxmFieldId::$id,)*];
 
-            pub fn from_field(field: u8) -> Option<Self> {
-                match field {
-                    $($num => Some(OxmFieldId::$id),)*
+            /// The field of wire class `class` and number `field`, if it is one we know.
+            pub fn from_wire(class: u16, field: u8) -> Option<Self> {
+                match (class, field) {
+                    $(($class, $num) => Some(OxmFieldId::$id),)*
                     _ => None,
                 }
             }
-            /// Wire field number (the 7-bit `oxm_field`).
+            /// Wire class (`oxm_class`).
+            pub fn class(self) -> u16 {
+                match self { $(OxmFieldId::$id => $class,)* }
+            }
+            /// Wire field number (the 7-bit `oxm_field`), within its class.
             pub fn field(self) -> u8 {
-                self as u8
+                match self { $(OxmFieldId::$id => $num,)* }
             }
             /// Value length in bytes on the wire (a mask has the same length).
             pub fn value_len(self) -> usize {
@@ -102,46 +110,48 @@ use OxmFieldId as F;
 use Prerequisite::{None as NoPrereq, OneOf, Present, VlanPresent};
 
 oxm_fields! {
-    InPort(u32) = 0, 4, 32, false, NoPrereq;
-    InPhyPort(u32) = 1, 4, 32, false, Present(F::InPort);
-    Metadata(u64) = 2, 8, 64, true, NoPrereq;
-    EthDst([u8; 6]) = 3, 6, 48, true, NoPrereq;
-    EthSrc([u8; 6]) = 4, 6, 48, true, NoPrereq;
-    EthType(u16) = 5, 2, 16, false, NoPrereq;
-    VlanVid(u16) = 6, 2, 13, true, NoPrereq;
-    VlanPcp(u8) = 7, 1, 3, false, VlanPresent;
-    IpDscp(u8) = 8, 1, 6, false, OneOf(F::EthType, IP);
-    IpEcn(u8) = 9, 1, 2, false, OneOf(F::EthType, IP);
-    IpProto(u8) = 10, 1, 8, false, OneOf(F::EthType, IP);
-    Ipv4Src(u32) = 11, 4, 32, true, OneOf(F::EthType, IPV4);
-    Ipv4Dst(u32) = 12, 4, 32, true, OneOf(F::EthType, IPV4);
-    TcpSrc(u16) = 13, 2, 16, true, OneOf(F::IpProto, &[6]);
-    TcpDst(u16) = 14, 2, 16, true, OneOf(F::IpProto, &[6]);
-    UdpSrc(u16) = 15, 2, 16, true, OneOf(F::IpProto, &[17]);
-    UdpDst(u16) = 16, 2, 16, true, OneOf(F::IpProto, &[17]);
-    SctpSrc(u16) = 17, 2, 16, true, OneOf(F::IpProto, &[132]);
-    SctpDst(u16) = 18, 2, 16, true, OneOf(F::IpProto, &[132]);
-    Icmpv4Type(u8) = 19, 1, 8, false, OneOf(F::IpProto, &[1]);
-    Icmpv4Code(u8) = 20, 1, 8, false, OneOf(F::IpProto, &[1]);
-    ArpOp(u16) = 21, 2, 16, false, OneOf(F::EthType, ARP);
-    ArpSpa(u32) = 22, 4, 32, true, OneOf(F::EthType, ARP);
-    ArpTpa(u32) = 23, 4, 32, true, OneOf(F::EthType, ARP);
-    ArpSha([u8; 6]) = 24, 6, 48, true, OneOf(F::EthType, ARP);
-    ArpTha([u8; 6]) = 25, 6, 48, true, OneOf(F::EthType, ARP);
-    Ipv6Src([u8; 16]) = 26, 16, 128, true, OneOf(F::EthType, IPV6);
-    Ipv6Dst([u8; 16]) = 27, 16, 128, true, OneOf(F::EthType, IPV6);
-    Ipv6Flabel(u32) = 28, 4, 20, true, OneOf(F::EthType, IPV6);
-    Icmpv6Type(u8) = 29, 1, 8, false, OneOf(F::IpProto, &[58]);
-    Icmpv6Code(u8) = 30, 1, 8, false, OneOf(F::IpProto, &[58]);
-    Ipv6NdTarget([u8; 16]) = 31, 16, 128, false, OneOf(F::Icmpv6Type, &[135, 136]);
-    Ipv6NdSll([u8; 6]) = 32, 6, 48, false, OneOf(F::Icmpv6Type, &[135]);
-    Ipv6NdTll([u8; 6]) = 33, 6, 48, false, OneOf(F::Icmpv6Type, &[136]);
-    MplsLabel(u32) = 34, 4, 20, false, OneOf(F::EthType, MPLS);
-    MplsTc(u8) = 35, 1, 3, false, OneOf(F::EthType, MPLS);
-    MplsBos(u8) = 36, 1, 1, false, OneOf(F::EthType, MPLS);
-    PbbIsid(u32) = 37, 3, 24, true, OneOf(F::EthType, PBB);
-    TunnelId(u64) = 38, 8, 64, true, NoPrereq;
-    Ipv6Exthdr(u16) = 39, 2, 9, true, OneOf(F::EthType, IPV6);
+    InPort(u32) = OFPXMC_OPENFLOW_BASIC 0, 4, 32, false, NoPrereq;
+    InPhyPort(u32) = OFPXMC_OPENFLOW_BASIC 1, 4, 32, false, Present(F::InPort);
+    Metadata(u64) = OFPXMC_OPENFLOW_BASIC 2, 8, 64, true, NoPrereq;
+    EthDst([u8; 6]) = OFPXMC_OPENFLOW_BASIC 3, 6, 48, true, NoPrereq;
+    EthSrc([u8; 6]) = OFPXMC_OPENFLOW_BASIC 4, 6, 48, true, NoPrereq;
+    EthType(u16) = OFPXMC_OPENFLOW_BASIC 5, 2, 16, false, NoPrereq;
+    VlanVid(u16) = OFPXMC_OPENFLOW_BASIC 6, 2, 13, true, NoPrereq;
+    VlanPcp(u8) = OFPXMC_OPENFLOW_BASIC 7, 1, 3, false, VlanPresent;
+    IpDscp(u8) = OFPXMC_OPENFLOW_BASIC 8, 1, 6, false, OneOf(F::EthType, IP);
+    IpEcn(u8) = OFPXMC_OPENFLOW_BASIC 9, 1, 2, false, OneOf(F::EthType, IP);
+    IpProto(u8) = OFPXMC_OPENFLOW_BASIC 10, 1, 8, false, OneOf(F::EthType, IP);
+    Ipv4Src(u32) = OFPXMC_OPENFLOW_BASIC 11, 4, 32, true, OneOf(F::EthType, IPV4);
+    Ipv4Dst(u32) = OFPXMC_OPENFLOW_BASIC 12, 4, 32, true, OneOf(F::EthType, IPV4);
+    TcpSrc(u16) = OFPXMC_OPENFLOW_BASIC 13, 2, 16, true, OneOf(F::IpProto, &[6]);
+    TcpDst(u16) = OFPXMC_OPENFLOW_BASIC 14, 2, 16, true, OneOf(F::IpProto, &[6]);
+    UdpSrc(u16) = OFPXMC_OPENFLOW_BASIC 15, 2, 16, true, OneOf(F::IpProto, &[17]);
+    UdpDst(u16) = OFPXMC_OPENFLOW_BASIC 16, 2, 16, true, OneOf(F::IpProto, &[17]);
+    SctpSrc(u16) = OFPXMC_OPENFLOW_BASIC 17, 2, 16, true, OneOf(F::IpProto, &[132]);
+    SctpDst(u16) = OFPXMC_OPENFLOW_BASIC 18, 2, 16, true, OneOf(F::IpProto, &[132]);
+    Icmpv4Type(u8) = OFPXMC_OPENFLOW_BASIC 19, 1, 8, false, OneOf(F::IpProto, &[1]);
+    Icmpv4Code(u8) = OFPXMC_OPENFLOW_BASIC 20, 1, 8, false, OneOf(F::IpProto, &[1]);
+    ArpOp(u16) = OFPXMC_OPENFLOW_BASIC 21, 2, 16, false, OneOf(F::EthType, ARP);
+    ArpSpa(u32) = OFPXMC_OPENFLOW_BASIC 22, 4, 32, true, OneOf(F::EthType, ARP);
+    ArpTpa(u32) = OFPXMC_OPENFLOW_BASIC 23, 4, 32, true, OneOf(F::EthType, ARP);
+    ArpSha([u8; 6]) = OFPXMC_OPENFLOW_BASIC 24, 6, 48, true, OneOf(F::EthType, ARP);
+    ArpTha([u8; 6]) = OFPXMC_OPENFLOW_BASIC 25, 6, 48, true, OneOf(F::EthType, ARP);
+    Ipv6Src([u8; 16]) = OFPXMC_OPENFLOW_BASIC 26, 16, 128, true, OneOf(F::EthType, IPV6);
+    Ipv6Dst([u8; 16]) = OFPXMC_OPENFLOW_BASIC 27, 16, 128, true, OneOf(F::EthType, IPV6);
+    Ipv6Flabel(u32) = OFPXMC_OPENFLOW_BASIC 28, 4, 20, true, OneOf(F::EthType, IPV6);
+    Icmpv6Type(u8) = OFPXMC_OPENFLOW_BASIC 29, 1, 8, false, OneOf(F::IpProto, &[58]);
+    Icmpv6Code(u8) = OFPXMC_OPENFLOW_BASIC 30, 1, 8, false, OneOf(F::IpProto, &[58]);
+    Ipv6NdTarget([u8; 16]) = OFPXMC_OPENFLOW_BASIC 31, 16, 128, false, OneOf(F::Icmpv6Type, &[135, 136]);
+    Ipv6NdSll([u8; 6]) = OFPXMC_OPENFLOW_BASIC 32, 6, 48, false, OneOf(F::Icmpv6Type, &[135]);
+    Ipv6NdTll([u8; 6]) = OFPXMC_OPENFLOW_BASIC 33, 6, 48, false, OneOf(F::Icmpv6Type, &[136]);
+    MplsLabel(u32) = OFPXMC_OPENFLOW_BASIC 34, 4, 20, false, OneOf(F::EthType, MPLS);
+    MplsTc(u8) = OFPXMC_OPENFLOW_BASIC 35, 1, 3, false, OneOf(F::EthType, MPLS);
+    MplsBos(u8) = OFPXMC_OPENFLOW_BASIC 36, 1, 1, false, OneOf(F::EthType, MPLS);
+    PbbIsid(u32) = OFPXMC_OPENFLOW_BASIC 37, 3, 24, true, OneOf(F::EthType, PBB);
+    TunnelId(u64) = OFPXMC_OPENFLOW_BASIC 38, 8, 64, true, NoPrereq;
+    Ipv6Exthdr(u16) = OFPXMC_OPENFLOW_BASIC 39, 2, 9, true, OneOf(F::EthType, IPV6);
+    // Open vSwitch's NXM_NX_IP_TTL (`nw_ttl`): the IPv4 TTL or IPv6 hop limit, exact only.
+    NxIpTtl(u8) = OFPXMC_NXM_1 29, 1, 8, false, OneOf(F::EthType, IP);
 }
 
 /// Conversion of a Rust value type to its big-endian OXM bytes of a given width.
@@ -260,10 +270,7 @@ impl OxmField {
         let field = ((header >> 9) & 0x7f) as u8;
         let has_mask = header & 0x100 != 0;
         let len = (header & 0xff) as usize;
-        if class != OFPXMC_OPENFLOW_BASIC {
-            return Err(bad_match(BadMatchCode::BadField));
-        }
-        let id = OxmFieldId::from_field(field).ok_or(bad_match(BadMatchCode::BadField))?;
+        let id = OxmFieldId::from_wire(class, field).ok_or(bad_match(BadMatchCode::BadField))?;
         let value_len = id.value_len();
         let expected = if has_mask { 2 * value_len } else { value_len };
         if len != expected {
@@ -286,10 +293,10 @@ fn parse_value(id: OxmFieldId, raw: &[u8]) -> Result<OxmValue, OfpError> {
     OxmValue::parse(id, raw).ok_or(bad_match(BadMatchCode::BadLen))
 }
 
-/// The 32-bit OXM header for a basic-class field.
+/// The 32-bit OXM header of a field.
 pub fn oxm_header(id: OxmFieldId, has_mask: bool) -> u32 {
     let len = id.value_len() * if has_mask { 2 } else { 1 };
-    (u32::from(OFPXMC_OPENFLOW_BASIC) << 16)
+    (u32::from(id.class()) << 16)
         | (u32::from(id.field()) << 9)
         | (u32::from(has_mask) << 8)
         | len as u32

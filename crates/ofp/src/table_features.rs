@@ -71,20 +71,20 @@ pub struct OxmId {
 }
 
 impl OxmId {
-    /// The id of a basic-class field.
-    pub fn basic(id: OxmFieldId, has_mask: bool) -> Self {
+    /// The id of a field we know (basic class, or NXM_NX_IP_TTL).
+    pub fn known(id: OxmFieldId, has_mask: bool) -> Self {
         OxmId {
             header: crate::oxm::oxm_header(id, has_mask),
             experimenter: None,
         }
     }
 
-    /// The basic-class field this id names, if any.
+    /// The field this id names, if we know it.
     pub fn field_id(&self) -> Option<OxmFieldId> {
-        if (self.header >> 16) as u16 != crate::oxm::OFPXMC_OPENFLOW_BASIC {
-            return None;
-        }
-        OxmFieldId::from_field(((self.header >> 9) & 0x7f) as u8)
+        OxmFieldId::from_wire(
+            (self.header >> 16) as u16,
+            ((self.header >> 9) & 0x7f) as u8,
+        )
     }
 
     fn emit(&self, out: &mut Vec<u8>) {

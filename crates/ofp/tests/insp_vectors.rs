@@ -79,6 +79,38 @@ fn output(port: u32) -> Action {
     }
 }
 
+/// A gratuitous ARP from host C (sender and target address both C's): a timer's template.
+fn gratuitous_arp_template() -> Vec<u8> {
+    let mut t = vec![0xff; 6];
+    t.extend_from_slice(&MAC_C);
+    t.extend_from_slice(&[0x08, 0x06, 0, 1, 0x08, 0x00, 6, 4, 0, 1]);
+    t.extend_from_slice(&MAC_C);
+    t.extend_from_slice(&IP_C);
+    t.extend_from_slice(&[0; 6]);
+    t.extend_from_slice(&IP_C);
+    t.extend_from_slice(&[0; 18]);
+    t
+}
+
+fn timer(command: TimerCommand, timer_id: u32, period_us: u32, actions: Vec<Action>) -> Message {
+    Message::TimerMod(TimerMod {
+        command,
+        timer_id,
+        pkttmp_id: if command == TimerCommand::Delete {
+            0
+        } else {
+            77
+        },
+        period_us,
+        in_port: if command == TimerCommand::Delete {
+            0
+        } else {
+            OFPP_CONTROLLER
+        },
+        actions,
+    })
+}
+
 /// The valid vectors: name, xid, message.
 fn valid() -> Vec<(&'static str, u32, Message)> {
     use ChecksumKind::*;
@@ -168,6 +200,37 @@ fn valid() -> Vec<(&'static str, u32, Message)> {
                 data: vec![],
             }),
         ),
+        (
+            "pkttmp_add_gratuitous_arp",
+            10,
+            Message::PktTmpMod(pkttmp(PktTmpCommand::Add, 77, gratuitous_arp_template())),
+        ),
+        (
+            "timer_add_flood_every_50ms",
+            11,
+            timer(TimerCommand::Add, 1, 50_000, vec![output(OFPP_FLOOD)]),
+        ),
+        (
+            "timer_add_into_pipeline",
+            12,
+            timer(TimerCommand::Add, 1, 1_000_000, vec![output(OFPP_TABLE)]),
+        ),
+        (
+            "timer_delete_all",
+            13,
+            timer(TimerCommand::Delete, TIMER_ALL, 0, vec![]),
+        ),
+        (
+            "error_timer_rate_exceeded",
+            14,
+            Message::Error(ErrorMsg {
+                error: insp_error(insp_error::TIMER_RATE_EXCEEDED),
+                data: encode_to_vec(
+                    14,
+                    &timer(TimerCommand::Add, 2, 999, vec![output(OFPP_FLOOD)]),
+                ),
+            }),
+        ),
     ]
 }
 
@@ -203,6 +266,8 @@ fn malformed() -> Vec<(&'static str, Vec<u8>, u16)> {
     use insp_error::*;
     let copy_op = op(1, 16, 0);
     let sum_op = op(2, 16, 1);
+    let mut flood = Vec::new();
+    emit_actions(&[output(OFPP_FLOOD)], &mut flood);
     vec![
         (
             "bad_command",
@@ -260,7 +325,32 @@ fn malformed() -> Vec<(&'static str, Vec<u8>, u16)> {
             raw(2, &ext_body(0, &[sum_op, copy_op].concat())),
             PKTTMP_MOD_FAILED,
         ),
+        (
+            "timer_bad_command",
+            raw(TIMER_MOD_EXP_TYPE, &timer_body(2, &[])),
+            TIMER_MOD_BAD_COMMAND,
+        ),
+        (
+            "timer_cut_short",
+            raw(TIMER_MOD_EXP_TYPE, &timer_body(0, &[])[..23]),
+            BAD_EXP_LEN,
+        ),
+        (
+            "timer_delete_with_actions",
+            raw(TIMER_MOD_EXP_TYPE, &timer_body(1, &flood)),
+            BAD_EXP_LEN,
+        ),
     ]
+}
+
+/// TIMER_MOD body: command, timer 1, template 77, 50 ms, in_port CONTROLLER, then `actions`.
+fn timer_body(command: u8, actions: &[u8]) -> Vec<u8> {
+    let mut b = vec![command, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 77];
+    b.extend_from_slice(&50_000u32.to_be_bytes());
+    b.extend_from_slice(&OFPP_CONTROLLER.to_be_bytes());
+    b.extend_from_slice(&[0; 4]);
+    b.extend_from_slice(actions);
+    b
 }
 
 fn hex(bytes: &[u8]) -> String {

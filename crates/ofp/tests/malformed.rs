@@ -189,7 +189,31 @@ fn oxm_errors() {
         (
             vec![0x00, 0x01, 0x00, 0x04, 0, 0, 0, 1],
             BadMatchCode::BadField,
-            "NXM class",
+            "NXM class, field 0 (NXM_OF_IN_PORT is not ours)",
+        ),
+        (
+            [eth_ipv4.clone(), vec![0x00, 0x01, 0x3a, 0x02, 0, 1]].concat(),
+            BadMatchCode::BadLen,
+            "NXM_NX_IP_TTL of 2 bytes",
+        ),
+        (
+            [eth_ipv4.clone(), vec![0x00, 0x01, 0x3b, 0x02, 1, 0xff]].concat(),
+            BadMatchCode::BadMask,
+            "a mask on NXM_NX_IP_TTL",
+        ),
+        (
+            vec![0x00, 0x01, 0x3a, 0x01, 1],
+            BadMatchCode::BadPrereq,
+            "NXM_NX_IP_TTL without ETH_TYPE",
+        ),
+        (
+            [
+                tlv(5, false, &[0x08, 0x06]),
+                vec![0x00, 0x01, 0x3a, 0x01, 1],
+            ]
+            .concat(),
+            BadMatchCode::BadPrereq,
+            "NXM_NX_IP_TTL on ARP",
         ),
         (
             tlv_len(0, false, 3, &[0, 0, 1]),
@@ -615,6 +639,44 @@ fn insp_errors() {
     assert_eq!(
         error_of(&bad_source),
         insp_error(insp_error::PKTTMP_MOD_FAILED)
+    );
+}
+
+#[test]
+fn timer_mod_errors() {
+    let timer = TimerMod {
+        command: TimerCommand::Add,
+        timer_id: 1,
+        pkttmp_id: 2,
+        period_us: 50_000,
+        in_port: OFPP_CONTROLLER,
+        actions: vec![Action::Output {
+            port: 1,
+            max_len: 0,
+        }],
+    };
+    let add = encode_to_vec(1, &Message::TimerMod(timer.clone()));
+    assert_eq!(add.len(), 40 + 16, "fixed part, then one output action");
+    let mut bad_cmd = add.clone();
+    bad_cmd[16] = 2;
+    assert_eq!(
+        error_of(&bad_cmd),
+        insp_error(insp_error::TIMER_MOD_BAD_COMMAND)
+    );
+    let mut short = add[..39].to_vec();
+    fix_len(&mut short);
+    assert_eq!(error_of(&short), insp_error(insp_error::BAD_EXP_LEN));
+    let mut delete_with_actions = add.clone();
+    delete_with_actions[16] = 1;
+    assert_eq!(
+        error_of(&delete_with_actions),
+        insp_error(insp_error::BAD_EXP_LEN)
+    );
+    let mut action_cut = add[..52].to_vec();
+    fix_len(&mut action_cut);
+    assert_eq!(
+        error_of(&action_cut),
+        OfpError::BadAction(BadActionCode::BadLen)
     );
 }
 

@@ -273,6 +273,29 @@ fn arb_pkttmp_mod() -> impl Strategy<Value = PktTmpMod> {
     ]
 }
 
+fn arb_timer_mod() -> impl Strategy<Value = TimerMod> {
+    prop_oneof![
+        (any::<[u32; 4]>()).prop_map(|[timer_id, pkttmp_id, period_us, in_port]| TimerMod {
+            command: TimerCommand::Delete,
+            timer_id,
+            pkttmp_id,
+            period_us,
+            in_port,
+            actions: vec![],
+        }),
+        (any::<[u32; 4]>(), arb_actions()).prop_map(
+            |([timer_id, pkttmp_id, period_us, in_port], actions)| TimerMod {
+                command: TimerCommand::Add,
+                timer_id,
+                pkttmp_id,
+                period_us,
+                in_port,
+                actions,
+            }
+        ),
+    ]
+}
+
 fn arb_message() -> impl Strategy<Value = Message> {
     let bytes = || proptest::collection::vec(any::<u8>(), 0..64);
     Union::new(vec![
@@ -438,6 +461,7 @@ fn arb_message() -> impl Strategy<Value = Message> {
             })
             .boxed(),
         arb_pkttmp_mod().prop_map(Message::PktTmpMod).boxed(),
+        arb_timer_mod().prop_map(Message::TimerMod).boxed(),
         proptest::collection::vec(any::<u32>(), 0..4)
             .prop_map(|words| {
                 Message::Hello(Hello {

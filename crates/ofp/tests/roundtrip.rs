@@ -222,6 +222,25 @@ fn every_message() -> Vec<Message> {
                 ip_offset: 14,
             }],
         }),
+        Message::TimerMod(TimerMod {
+            command: TimerCommand::Add,
+            timer_id: 3,
+            pkttmp_id: 2,
+            period_us: 100_000,
+            in_port: OFPP_CONTROLLER,
+            actions: vec![Action::Output {
+                port: OFPP_FLOOD,
+                max_len: 0,
+            }],
+        }),
+        Message::TimerMod(TimerMod {
+            command: TimerCommand::Delete,
+            timer_id: TIMER_ALL,
+            pkttmp_id: 0,
+            period_us: 0,
+            in_port: 0,
+            actions: vec![],
+        }),
     ]
 }
 
@@ -417,7 +436,11 @@ fn every_multipart_body_round_trips() {
 
 #[test]
 fn every_oxm_field_round_trips_exact_and_masked() {
-    assert_eq!(OxmFieldId::ALL.len(), 40);
+    assert_eq!(
+        OxmFieldId::ALL.len(),
+        41,
+        "the 40 basic fields and NXM_NX_IP_TTL"
+    );
     for &id in OxmFieldId::ALL {
         for masked in [false, true] {
             if masked && !id.maskable() {
@@ -431,6 +454,21 @@ fn every_oxm_field_round_trips_exact_and_masked() {
             assert_eq!(field >> 16, u32::from(OFPXMC_OPENFLOW_BASIC));
         }
     }
+}
+
+#[test]
+fn nxm_nx_ip_ttl_is_open_vswitchs_encoding() {
+    // ovs-ofctl -O OpenFlow13 add-flow br "ip,nw_ttl=1,actions=drop" sends, after the
+    // eth_type TLV, NXM_NX_IP_TTL: class 0x0001, field 29, no mask, one byte.
+    let m = Match {
+        fields: vec![
+            OxmField::exact(OxmValue::EthType(0x0800)),
+            OxmField::exact(OxmValue::NxIpTtl(1)),
+        ],
+    };
+    assert_eq!(m.validate(), Ok(()));
+    let bytes = round_trip(&Message::FlowMod(FlowMod::add(0, 1, m, vec![])));
+    assert_eq!(&bytes[58..63], &[0x00, 0x01, 0x3a, 0x01, 0x01]);
 }
 
 /// Header of the first OXM TLV in a flow mod encoding (just a structural sanity check).

@@ -165,6 +165,7 @@ fn oxm_json(v: &OxmValue) -> (&'static str, Value) {
         O::PbbIsid(x) => ("pbb_isid", json!(x)),
         O::TunnelId(x) => ("tunnel_id", json!(x)),
         O::Ipv6Exthdr(x) => ("ipv6_exthdr", json!(x)),
+        O::NxIpTtl(x) => ("nw_ttl", json!(x)),
     }
 }
 

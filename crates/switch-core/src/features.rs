@@ -28,7 +28,7 @@ pub fn desc(datapath_id: u64) -> Desc {
 fn matchable(masked: bool) -> Vec<OxmId> {
     OxmFieldId::ALL
         .iter()
-        .map(|id| OxmId::basic(*id, masked && id.maskable()))
+        .map(|id| OxmId::known(*id, masked && id.maskable()))
         .collect()
 }
 
@@ -42,9 +42,10 @@ fn settable() -> Vec<OxmId> {
                     | OxmFieldId::InPhyPort
                     | OxmFieldId::Metadata
                     | OxmFieldId::Ipv6Exthdr
+                    | OxmFieldId::NxIpTtl
             )
         })
-        .map(|id| OxmId::basic(*id, false))
+        .map(|id| OxmId::known(*id, false))
         .collect()
 }
 

@@ -12,6 +12,7 @@ pub mod meters;
 pub mod ports;
 mod stats;
 pub mod templates;
+pub mod timers;
 pub mod translate;
 pub mod validate;
 
@@ -66,11 +67,14 @@ pub struct Switch {
     meters: MeterTable,
     ports: PortTable,
     templates: templates::TemplateTable,
+    timers: timers::TimerTable,
     /// Where every change to the datapath goes.
     sink: Box<dyn OpSink>,
     /// The datapath's counters, buffers and MAC table.
     shared: Arc<Shared>,
     packet_outs: Box<dyn PacketOutQueue>,
+    /// Where timers run; without one, TIMER_MOD is refused as unsupported.
+    timer_queue: Option<Box<dyn timers::TimerQueue>>,
     next_flow_id: u64,
     dirty: bool,
 }
@@ -141,9 +145,11 @@ impl Switch {
             meters: MeterTable::default(),
             ports: PortTable::default(),
             templates: templates::TemplateTable::default(),
+            timers: timers::TimerTable::default(),
             sink,
             shared,
             packet_outs,
+            timer_queue: None,
             next_flow_id: 1,
             dirty: false,
         }
@@ -151,6 +157,11 @@ impl Switch {
 
     pub fn settings(&self) -> &SwitchSettings {
         &self.settings
+    }
+
+    /// Runs timer triggers (TIMER_MOD) on `queue`; a switch without one refuses them.
+    pub fn set_timer_queue(&mut self, queue: Box<dyn timers::TimerQueue>) {
+        self.timer_queue = Some(queue);
     }
 
     fn resources(&self) -> SwitchResources<'_> {
@@ -574,16 +585,16 @@ impl Switch {
         })
     }
 
-    /// PACKET_OUT: validates and queues the packet for a datapath thread (the message's
-    /// frame moves into the job, uncopied).
-    pub fn packet_out(&mut self, po: PacketOut) -> Result<(), OfpError> {
-        let in_port_ok = po.in_port <= ofp::OFPP_MAX
-            || matches!(po.in_port, ofp::OFPP_CONTROLLER | ofp::OFPP_LOCAL);
-        if !in_port_ok || po.in_port == 0 {
+    /// A packet-out's (or a timer's) ingress port and actions, checked without a match:
+    /// header presence is only known per packet, so prerequisite failures are not errors.
+    fn check_packet_out(&self, in_port: u32, actions: &[ofp::Action]) -> Result<(), OfpError> {
+        let in_port_ok =
+            in_port <= ofp::OFPP_MAX || matches!(in_port, ofp::OFPP_CONTROLLER | ofp::OFPP_LOCAL);
+        if !in_port_ok || in_port == 0 {
             return Err(OfpError::BadRequest(BadRequestCode::BadPort));
         }
         check_actions(
-            &po.actions,
+            actions,
             &FlowMatch::any(),
             ActionContext::PacketOut,
             &self.resources(),
@@ -591,7 +602,13 @@ impl Switch {
         .or_else(|e| match e {
             OfpError::BadAction(ofp::BadActionCode::MatchInconsistent) => Ok(()),
             other => Err(other),
-        })?;
+        })
+    }
+
+    /// PACKET_OUT: validates and queues the packet for a datapath thread (the message's
+    /// frame moves into the job, uncopied).
+    pub fn packet_out(&mut self, po: PacketOut) -> Result<(), OfpError> {
+        self.check_packet_out(po.in_port, &po.actions)?;
         // A packet-out names its own ingress port, whether or not the packet was buffered.
         let frame = if po.buffer_id == ofp::OFP_NO_BUFFER {
             po.data
@@ -616,9 +633,50 @@ impl Switch {
         Ok(())
     }
 
-    /// Flow entries whose InSP instruction names `pkttmp_id`.
+    /// Flow entries whose InSP instruction names `pkttmp_id`, and timers that send it.
     pub fn template_uses(&self, pkttmp_id: u32) -> usize {
-        self.insp_ids().filter(|&id| id == pkttmp_id).count()
+        self.insp_ids().filter(|&id| id == pkttmp_id).count() + self.timers.uses_of(pkttmp_id)
+    }
+
+    /// TIMER_MOD (our InSP extension, see [`timers`]): installs, replaces or removes a timer
+    /// trigger. Its template must exist and need no triggering packet (no copy operations),
+    /// its ingress port and actions are checked as a packet-out's, and its rate against the
+    /// switch's bound.
+    pub fn timer_mod(&mut self, m: &ofp::TimerMod) -> Result<(), OfpError> {
+        if self.timer_queue.is_none() {
+            return Err(OfpError::BadRequest(BadRequestCode::BadExpType));
+        }
+        if m.command != ofp::TimerCommand::Delete {
+            if !self.templates.stands_alone(m.pkttmp_id) {
+                return Err(timers::failed());
+            }
+            self.check_packet_out(m.in_port, &m.actions)?;
+        }
+        let change = self.timers.check(m)?;
+        self.timers.apply(&change);
+        // The timer's template (perhaps added in the same burst) must be visible to the
+        // datapath before its first packet.
+        self.publish();
+        let Some(queue) = self.timer_queue.as_mut() else {
+            return Ok(());
+        };
+        match change {
+            timers::TimerChange::Set(t) => queue.set(timers::TimerJob {
+                timer_id: t.timer_id,
+                pkttmp_id: t.pkttmp_id,
+                period_ns: u64::from(t.period_us) * 1_000,
+                in_port: t.in_port,
+                actions: translate::compile_actions(&t.actions),
+            }),
+            timers::TimerChange::Remove(ids) => ids.into_iter().for_each(|id| queue.remove(id)),
+            timers::TimerChange::None => {}
+        }
+        Ok(())
+    }
+
+    /// The installed timer triggers.
+    pub fn timers(&self) -> &timers::TimerTable {
+        &self.timers
     }
 
     /// Flow entries per template they name, for every template some entry names.

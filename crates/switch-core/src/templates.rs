@@ -51,6 +51,14 @@ impl TemplateTable {
         self.entries.contains_key(&pkttmp_id)
     }
 
+    /// Whether template `pkttmp_id` is installed and generates packets without a trigger
+    /// (it has no copy operations), as a timer needs.
+    pub fn stands_alone(&self, pkttmp_id: u32) -> bool {
+        self.entries
+            .get(&pkttmp_id)
+            .is_some_and(|(m, _)| m.copy_ops.is_empty())
+    }
+
     pub fn len(&self) -> usize {
         self.entries.len()
     }
@@ -64,7 +72,7 @@ impl TemplateTable {
     /// An ADD of an id already installed with the same content is accepted and changes
     /// nothing, so a controller that reconnects can push its templates again; with other
     /// content it fails (delete first). A DELETE of an unknown id, or of one that `in_use`
-    /// flow entries still reference, fails. An ADD past [`MAX_TEMPLATES`],
+    /// flow entries or timers still reference, fails. An ADD past [`MAX_TEMPLATES`],
     /// [`MAX_TEMPLATE_BYTES`] or [`MAX_TEMPLATE_LEN`], or whose operations fall outside the
     /// template, fails. Every failure is PKTTMP_MOD_FAILED and leaves the table as it was.
     pub fn apply(&mut self, m: &PktTmpMod, in_use: usize) -> Result<Option<Op>, OfpError> {

@@ -3,11 +3,14 @@
 
 use dataplane::ir;
 use dataplane::key::{Field, FieldValue, FlowMatch};
-use ofp::{Action, Instruction, Match, OxmValue};
+use ofp::{Action, Instruction, Match, OxmFieldId, OxmValue};
 
 /// The datapath field and value of an OXM value.
 pub fn field_value(value: &OxmValue) -> Option<(Field, FieldValue)> {
-    let field = Field::from_oxm(value.field_id().field())?;
+    let field = match value.field_id() {
+        OxmFieldId::NxIpTtl => Field::IpTtl,
+        basic => Field::from_oxm(basic.field())?,
+    };
     let bytes = value.to_bytes();
     Some((field, FieldValue::from_be_bytes(&bytes)?))
 }

@@ -107,10 +107,10 @@ fn check_write_actions(
     res: &dyn Resources,
 ) -> Result<(), OfpError> {
     check_actions(actions, matched, ActionContext::FlowEntry, res)?;
-    let mut kinds: Vec<(u16, Option<u8>)> = Vec::with_capacity(actions.len());
+    let mut kinds: Vec<(u16, Option<ofp::OxmFieldId>)> = Vec::with_capacity(actions.len());
     for action in actions {
         let kind = match action {
-            Action::SetField(value) => (action.action_type(), Some(value.field_id().field())),
+            Action::SetField(value) => (action.action_type(), Some(value.field_id())),
             _ => (action.action_type(), None),
         };
         if kinds.contains(&kind) {
@@ -219,9 +219,10 @@ fn check_set_field(value: &OxmValue, known: &mut FlowMatch) -> Result<(), OfpErr
     let Some((field, v)) = field_value(value) else {
         return Err(bad_action(BadActionCode::BadSetType));
     };
+    // The TTL is set with SET_NW_TTL and DEC_NW_TTL, which keep the IPv4 checksum right.
     if matches!(
         field,
-        Field::InPort | Field::InPhyPort | Field::Metadata | Field::Ipv6Exthdr
+        Field::InPort | Field::InPhyPort | Field::Metadata | Field::Ipv6Exthdr | Field::IpTtl
     ) {
         return Err(bad_action(BadActionCode::BadSetType));
     }

@@ -491,3 +491,170 @@ fn masked_transport_ports_are_accepted_and_shown_back() {
     .unwrap();
     assert_eq!(flows(&sw).len(), matches.len() - 1);
 }
+
+/// Timer changes as the switch core hands them to the datapath threads.
+#[derive(Clone, Default)]
+struct Timers(Arc<Mutex<Vec<Result<switch_core::timers::TimerJob, u32>>>>);
+
+impl switch_core::timers::TimerQueue for Timers {
+    fn set(&mut self, job: switch_core::timers::TimerJob) {
+        self.0.lock().unwrap().push(Ok(job));
+    }
+    fn remove(&mut self, timer_id: u32) {
+        self.0.lock().unwrap().push(Err(timer_id));
+    }
+}
+
+#[test]
+fn timer_triggers_are_checked_then_handed_to_the_datapath() {
+    use ofp::{insp_error, TimerCommand, TimerMod};
+    let beba = |code| Err(ofp::insp_error(code));
+    let timer = |command, timer_id, pkttmp_id, period_us| TimerMod {
+        command,
+        timer_id,
+        pkttmp_id,
+        period_us,
+        in_port: ofp::OFPP_CONTROLLER,
+        actions: vec![Action::Output {
+            port: ofp::OFPP_FLOOD,
+            max_len: 0,
+        }],
+    };
+    let mut sw = switch();
+    let garp = timer(TimerCommand::Add, 1, 5, 100_000);
+    assert_eq!(
+        sw.timer_mod(&garp),
+        Err(OfpError::BadRequest(ofp::BadRequestCode::BadExpType)),
+        "a switch without a timer queue says it does not support them"
+    );
+    let queue = Timers::default();
+    sw.set_timer_queue(Box::new(queue.clone()));
+    assert_eq!(
+        sw.timer_mod(&garp),
+        beba(insp_error::TIMER_MOD_FAILED),
+        "no template 5"
+    );
+    sw.pkttmp_mod(&template(ofp::PktTmpCommand::Add, 4, vec![0; 60]))
+        .unwrap();
+    assert_eq!(
+        sw.timer_mod(&timer(TimerCommand::Add, 1, 4, 100_000)),
+        beba(insp_error::TIMER_MOD_FAILED),
+        "template 4 copies from a trigger, and a timer has none"
+    );
+    let standalone = ofp::PktTmpMod {
+        copy_ops: vec![],
+        ..template(ofp::PktTmpCommand::Add, 5, vec![0; 60])
+    };
+    sw.pkttmp_mod(&standalone).unwrap();
+    let mut bad_port = garp.clone();
+    bad_port.in_port = 0;
+    assert_eq!(
+        sw.timer_mod(&bad_port),
+        Err(OfpError::BadRequest(ofp::BadRequestCode::BadPort))
+    );
+    let mut bad_group = garp.clone();
+    bad_group.actions = vec![Action::Group(9)];
+    assert_eq!(
+        sw.timer_mod(&bad_group),
+        Err(OfpError::BadAction(BadActionCode::BadOutGroup))
+    );
+    assert_eq!(
+        sw.timer_mod(&timer(TimerCommand::Add, 2, 5, 999)),
+        beba(insp_error::TIMER_RATE_EXCEEDED),
+        "above 1,000 packets per second"
+    );
+    assert!(queue.0.lock().unwrap().is_empty(), "nothing refused is run");
+
+    sw.timer_mod(&garp).unwrap();
+    sw.timer_mod(&garp).unwrap();
+    let jobs = std::mem::take(&mut *queue.0.lock().unwrap());
+    let [Ok(job)] = &jobs[..] else {
+        panic!("one timer set, the repeated ADD changing nothing: {jobs:?}");
+    };
+    assert_eq!((job.timer_id, job.pkttmp_id), (1, 5));
+    assert_eq!(job.period_ns, 100_000_000);
+    assert_eq!(
+        job.actions,
+        [dataplane::ir::Action::Output {
+            port: ofp::OFPP_FLOOD,
+            max_len: 0
+        }]
+    );
+    assert!(
+        !sw.has_unpublished(),
+        "template 5 is visible before the first packet"
+    );
+
+    let delete = template(ofp::PktTmpCommand::Delete, 5, Vec::new());
+    assert_eq!(
+        sw.pkttmp_mod(&delete),
+        beba(insp_error::PKTTMP_MOD_FAILED),
+        "a timer sends template 5"
+    );
+    sw.timer_mod(&timer(TimerCommand::Add, 1, 5, 1_000_000))
+        .unwrap();
+    sw.timer_mod(&timer(TimerCommand::Add, 2, 5, 1_000_000))
+        .unwrap();
+    sw.timer_mod(&timer(TimerCommand::Delete, ofp::TIMER_ALL, 0, 0))
+        .unwrap();
+    let changes: Vec<_> = std::mem::take(&mut *queue.0.lock().unwrap())
+        .into_iter()
+        .map(|c| c.map(|job| (job.timer_id, job.period_ns)))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            Ok((1, 1_000_000_000)),
+            Ok((2, 1_000_000_000)),
+            Err(1),
+            Err(2)
+        ]
+    );
+    sw.pkttmp_mod(&delete).unwrap();
+}
+
+#[test]
+fn nxm_nx_ip_ttl_matches_and_is_not_set_by_set_field() {
+    let (mut sw, readers) = switch_with_datapath(Collected::default());
+    let mut fm = flow(
+        FlowModCommand::Add,
+        0,
+        10,
+        Match {
+            fields: vec![
+                OxmField::exact(OxmValue::EthType(0x0800)),
+                OxmField::exact(OxmValue::NxIpTtl(1)),
+            ],
+        },
+    );
+    sw.flow_mod(fm.clone(), 0).unwrap();
+    sw.publish();
+    assert_eq!(flows(&sw)[0].match_, fm.match_, "read back as it came");
+    let mut reader = readers.reader();
+    let ttl = |ttl: u8| {
+        let mut p = vec![0u8; 60];
+        p[12..14].copy_from_slice(&[0x08, 0x00]);
+        p[14] = 0x45;
+        p[16..18].copy_from_slice(&46u16.to_be_bytes());
+        p[22] = ttl;
+        p
+    };
+    let mut batch = dataplane::batch::PacketBatch::new(2, 2048);
+    assert!(batch.push(1, &ttl(1)) && batch.push(1, &ttl(2)));
+    reader.process(0, &mut batch, &mut Discard);
+    assert_eq!(
+        flows(&sw)[0].packet_count,
+        1,
+        "only the TTL-1 packet matches"
+    );
+
+    fm.priority = 11;
+    fm.instructions = vec![Instruction::ApplyActions(vec![Action::SetField(
+        OxmValue::NxIpTtl(9),
+    )])];
+    assert_eq!(
+        sw.flow_mod(fm, 0),
+        Err(OfpError::BadAction(BadActionCode::BadSetType)),
+        "SET_NW_TTL sets the TTL"
+    );
+}

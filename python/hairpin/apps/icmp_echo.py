@@ -8,6 +8,11 @@ for the address, and the echo reply, whose identifier, sequence number and data 
 from the request and whose IPv4 and ICMP checksums the switch computes. Nothing reaches the
 controller afterwards.
 
+With ``HAIRPIN_ECHO_ANNOUNCE_MS`` set (milliseconds, fractions allowed), the switch also
+announces the address with a gratuitous ARP out of every port at that period, from a timer
+trigger (TIMER_MOD, crates/ofp/INSP.md): hosts that cached an old MAC for the address learn
+the new one without asking.
+
 A template has a fixed size, so only requests with the configured payload are answered; the
 flow entry cannot tell others apart (OpenFlow 1.3 matches no length), and they get a reply
 carrying the wrong data, which ping reports.
@@ -23,7 +28,7 @@ from os_ken.controller import ofp_event
 from os_ken.controller.handler import CONFIG_DISPATCHER, MAIN_DISPATCHER, set_ev_cls
 from os_ken.ofproto import ofproto_v1_3
 
-from hairpin.insp import OFPInstructionInsp, insp_error
+from hairpin.insp import OFPInstructionInsp, OFPTimerMod, insp_error
 from hairpin.templates import (
     ETH_TYPE_ARP,
     ETH_TYPE_IPV4,
@@ -31,12 +36,16 @@ from hairpin.templates import (
     IPPROTO_ICMP,
     arp_reply,
     echo_reply,
+    gratuitous_arp,
     template_id,
 )
 
 PRIORITY = 100
-# The echo template's id; the ARP template is numbered by the address like the ARP apps'.
+# The echo and announcement templates' ids; the ARP template is numbered by the address
+# like the ARP apps'.
 ECHO_TEMPLATE_ID = 0xFFFF_EC00
+ANNOUNCE_TEMPLATE_ID = 0xFFFF_EC01
+ANNOUNCE_TIMER_ID = 1
 
 
 class InspEchoResponder(app_manager.OSKenApp):  # type: ignore[misc]
@@ -73,6 +82,20 @@ class InspEchoResponder(app_manager.OSKenApp):  # type: ignore[misc]
             insp = OFPInstructionInsp(template.pkttmp_id, back)
             mod = parser.OFPFlowMod(datapath, priority=PRIORITY, match=match, instructions=[insp])
             datapath.send_msg(mod)
+        announce_ms = float(os.environ.get("HAIRPIN_ECHO_ANNOUNCE_MS", "0"))
+        if announce_ms > 0:
+            datapath.send_msg(gratuitous_arp(datapath, ANNOUNCE_TEMPLATE_ID, mac, address))
+            flood = [parser.OFPActionOutput(ofproto.OFPP_FLOOD)]
+            period_us = round(announce_ms * 1000)
+            timer = OFPTimerMod(
+                datapath,
+                timer_id=ANNOUNCE_TIMER_ID,
+                pkttmp_id=ANNOUNCE_TEMPLATE_ID,
+                period_us=period_us,
+                actions=flood,
+            )
+            datapath.send_msg(timer)
+            self.logger.info("announcing %s every %d us", address, period_us)
         self.logger.info(
             "answering for %s (%s), templates %#x and %#x",
             address,

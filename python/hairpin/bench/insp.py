@@ -6,7 +6,11 @@ target/release or $HAIRPIN_BIN):
 - reaction: ARP requests from a host namespace through hairpind, answered by the InSP
   responder (in the switch) and by the classic responder (os-ken, PACKET_IN + PACKET_OUT);
   reaction time from just before the request's send to the kernel's receive timestamp of the
-  reply (SO_TIMESTAMPNS). Fig. 7.
+  reply (SO_TIMESTAMPNS). Fig. 7. For reference (``--cases``): InSP with hairpind at a
+  real-time priority, and with busy-polling datapath threads at that priority; the peer's
+  kernel answering over one veth (the floor of the method); Open vSwitch (netdev) answering
+  with an ARP-responder flow; and on request InSP with TPACKET_V3 receive rings
+  (``insp-blocks``).
 - cpu: ARP requests at a fixed rate; CPU time of hairpind and of the controller for PACKET_IN
   only, PACKET_IN + PACKET_OUT and InSP. Figs. 8 and 9.
 - memory: many ARP reply templates installed; the switch's own accounting per entry (from
@@ -33,7 +37,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from hairpin.templates import template_id
-from hairpin.testing.apps import arp_probe, dump_templates, osken_app
+from hairpin.testing.apps import arp_probe, dump_templates, mac_of, osken_app
+from hairpin.testing.netns import Host, link, namespace, star, unique_prefix
+from hairpin.testing.ovs import ovs_instance
 from hairpin.testing.topology import HairpinStar, hairpin_star, wait_until
 
 APPS = {
@@ -41,6 +47,18 @@ APPS = {
     "classic": "hairpin.apps.arp_classic",
     "packet_in_only": "hairpin.bench.packet_in_sink",
 }
+# The switch at a real-time priority, so that the other work on this shared machine cannot
+# keep a woken datapath thread from a core; and datapath threads that never sleep, at that
+# priority (a stand-in for a core of their own, less the kernel's real-time throttling).
+REALTIME = {"wrapper": ["chrt", "-f", "50"]}
+BUSY_POLL = {"extra_args": ["--busy-poll"], **REALTIME}
+DAEMONS = {
+    "insp": None,
+    "insp-rt": REALTIME,
+    "insp-busy": BUSY_POLL,
+    "insp-blocks": {"extra_args": ["--rx-ring", "blocks"]},  # TPACKET_V3 (not by default)
+}
+REACTION_CASES = ("insp", "classic", "insp-rt", "insp-busy", "kernel", "ovs")
 
 
 def machine() -> dict[str, Any]:
@@ -60,10 +78,13 @@ def machine() -> dict[str, Any]:
 
 
 @contextmanager
-def responder(mode: str, workdir: Path) -> Iterator[tuple[HairpinStar, Any]]:
+def responder(
+    mode: str, workdir: Path, daemon: dict[str, list[str]] | None = None
+) -> Iterator[tuple[HairpinStar, Any]]:
     """Three hosts around hairpind with `mode`'s app; h2's binding learned (except for the
-    PACKET_IN sink) and h2's own ARP off, so only the switch or the controller answers."""
-    with hairpin_star(workdir, hosts=3) as switch:
+    PACKET_IN sink) and h2's own ARP off, so only the switch or the controller answers.
+    `daemon` holds hairpind's extra arguments and wrapper (see `hairpin_star`)."""
+    with hairpin_star(workdir, hosts=3, **(daemon or {})) as switch:
         h1, h2, _ = switch.hosts
         with osken_app(switch, APPS[mode], workdir / f"{mode}.log") as app:
             if mode != "packet_in_only" and not h1.ns.ping(h2.address, count=2):
@@ -96,29 +117,66 @@ def summary_us(samples_ns: list[int]) -> dict[str, float]:
     }
 
 
+@contextmanager
+def asker_and_target(case: str, workdir: Path) -> Iterator[tuple[Host, str]]:
+    """The host that asks and the address it asks for, with `case`'s answerer in place."""
+    if case == "kernel":
+        # The floor of the method: one veth, the peer's kernel answers in its softirq.
+        prefix = unique_prefix()
+        with namespace(f"{prefix}-a") as a, namespace(f"{prefix}-b") as b:
+            link(a, "eth0", b, "eth0")
+            a.run("ip", "addr", "add", "10.0.0.1/24", "dev", "eth0")
+            b.run("ip", "addr", "add", "10.0.0.2/24", "dev", "eth0")
+            yield Host(a, "10.0.0.1"), "10.0.0.2"
+    elif case == "ovs":
+        with star(unique_prefix(), 3) as topo, ovs_instance(topo.switch) as ovs:
+            _, h2, h3 = topo.hosts
+            ovs.add_bridge("br0", 1, topo.ports)
+            ovs.ofctl("add-flow", "br0", ovs_arp_responder(h2.address, mac_of(h2)))
+            h2.ns.run("ip", "link", "set", "eth0", "arp", "off")
+            yield h3, h2.address
+    else:
+        mode = "insp" if case in DAEMONS else case
+        with responder(mode, workdir, DAEMONS.get(case)) as (switch, _):
+            yield switch.hosts[2], switch.hosts[1].address
+
+
+def ovs_arp_responder(address: str, mac: str) -> str:
+    """Open vSwitch's own way to answer ARP in the switch: a flow that turns the request into
+    the reply in place and sends it back (the OpenStack / OVN ARP responder)."""
+    ip_hex = "0x" + "".join(f"{int(b):02x}" for b in address.split("."))
+    return (
+        f"priority=100,arp,arp_op=1,arp_tpa={address},actions="
+        f"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],mod_dl_src:{mac},"
+        "load:0x2->NXM_OF_ARP_OP[],move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],"
+        f"move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],load:0x{mac.replace(':', '')}->NXM_NX_ARP_SHA[],"
+        f"load:{ip_hex}->NXM_OF_ARP_SPA[],in_port"
+    )
+
+
 def reaction(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": machine(), "count": args.count, "rate": args.rate}
-    for mode in ("insp", "classic"):
+    for case in args.cases.split(","):
         with (
             tempfile.TemporaryDirectory(prefix="insp-bench-") as tmp,
-            responder(mode, Path(tmp)) as (switch, _),
+            asker_and_target(case, Path(tmp)) as (asker, target),
         ):
-            _, h2, h3 = switch.hosts
-            replies = arp_probe(h3, h2.address, args.count, 1 / args.rate, 1.0)
+            replies = arp_probe(asker, target, args.count, 1 / args.rate, 1.0)
             times = [int(r["reaction_ns"]) for r in replies if r["reaction_ns"] is not None]
-            wrong = [r for r in replies if r["reaction_ns"] is not None and r["spa"] != h2.address]
+            wrong = [r for r in replies if r["reaction_ns"] is not None and r["spa"] != target]
             if wrong or not times:
-                raise RuntimeError(f"{mode}: wrong or missing replies: {wrong or replies[:3]}")
-            results[mode] = {
+                raise RuntimeError(f"{case}: wrong or missing replies: {wrong or replies[:3]}")
+            results[case] = {
                 "lost": len(replies) - len(times),
                 **summary_us(times),
+                "loadavg": Path("/proc/loadavg").read_text().split()[:3],
                 "samples_us": [t / 1000 for t in times],
             }
-        print(
-            f"{mode:8} {json.dumps({k: v for k, v in results[mode].items() if k != 'samples_us'})}"
-        )
-    results["p50_speedup"] = results["classic"]["p50"] / results["insp"]["p50"]
-    print(f"InSP is {results['p50_speedup']:.1f}x faster at p50")
+        shown = {k: v for k, v in results[case].items() if k != "samples_us"}
+        print(f"{case:9} {json.dumps(shown)}")
+    if "insp" in results and "classic" in results:
+        results["p50_speedup"] = results["classic"]["p50"] / results["insp"]["p50"]
+        print(f"InSP is {results['p50_speedup']:.1f}x faster at p50")
     return results
 
 
@@ -222,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("reaction")
     r.add_argument("--count", type=int, default=100)
     r.add_argument("--rate", type=float, default=5.0)
+    r.add_argument("--cases", default=",".join(REACTION_CASES), help="comma-separated")
     c = sub.add_parser("cpu")
     c.add_argument("--seconds", type=float, default=50.0)
     c.add_argument("--rate", type=float, default=100.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -43,15 +43,21 @@ def mac_of(host: Host) -> str:
 
 
 def arp_probe(
-    host: Host, target: str, count: int = 1, interval: float = 0.2, timeout: float = 1.0
+    host: Host,
+    target: str | Sequence[str],
+    count: int = 1,
+    interval: float = 0.2,
+    timeout: float = 1.0,
 ) -> list[dict[str, object]]:
-    """ARP exchanges from `host` (see hairpin.testing.probe); one dict per request."""
+    """ARP exchanges from `host` for `target` (or each of several in turn; see
+    hairpin.testing.probe); one dict per request."""
+    targets = [target] if isinstance(target, str) else list(target)
     result = host.ns.run(
         sys.executable,
         "-m",
         "hairpin.testing.probe",
         "eth0",
-        target,
+        *targets,
         "--count",
         str(count),
         "--interval",
@@ -76,8 +82,17 @@ def dump_templates(switch: HairpinStar) -> dict[int, dict[str, int]]:
 
 def list_templates(switch: HairpinStar) -> list[dict[str, int]]:
     """`hairpinctl call templates/list` on the daemon's control socket."""
+    return _control_list(switch, "templates/list")
+
+
+def list_timers(switch: HairpinStar) -> list[dict[str, int]]:
+    """`hairpinctl call timers/list` on the daemon's control socket."""
+    return _control_list(switch, "timers/list")
+
+
+def _control_list(switch: HairpinStar, method: str) -> list[dict[str, int]]:
     hairpinctl = find_hairpind().parent / "hairpinctl"
     control = str(switch.control_path)
-    out = switch.switch.run(str(hairpinctl), "--control", control, "call", "templates/list").stdout
+    out = switch.switch.run(str(hairpinctl), "--control", control, "call", method).stdout
     listing: list[dict[str, int]] = json.loads(out)
     return listing

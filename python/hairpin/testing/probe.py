@@ -1,11 +1,11 @@
 """ARP request/reply exchanges from a host namespace, timed by the kernel.
 
-``python -m hairpin.testing.probe IFACE TARGET [--count N] [--interval S] [--timeout S]``
-sends N ARP requests for TARGET out of IFACE through an AF_PACKET socket and prints one JSON
-object per request: the reply's fields and the reaction time, from the moment just before the
-request's ``send`` to the kernel's receive timestamp of the reply (SO_TIMESTAMPNS), or
-``null`` fields when no reply came within the timeout. Tests and the InSP benchmark run it
-inside a host namespace.
+``python -m hairpin.testing.probe IFACE TARGET... [--count N] [--interval S] [--timeout S]``
+sends N ARP requests for each TARGET in turn out of IFACE through an AF_PACKET socket and
+prints one JSON object per request: the reply's fields and the reaction time, from the moment
+just before the request's ``send`` to the kernel's receive timestamp of the reply
+(SO_TIMESTAMPNS), or ``null`` fields when no reply came within the timeout. Tests and the
+InSP benchmark run it inside a host namespace.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class ArpReply:
     """One exchange: what answered, and how fast (None fields: no answer in time)."""
 
     seq: int
+    target: str = ""
     reaction_ns: int | None = None
     eth_src: str | None = None
     eth_dst: str | None = None
@@ -71,24 +72,28 @@ def _kernel_timestamp(ancillary: list[tuple[int, int, bytes]]) -> int | None:
 
 
 def exchange(
-    iface: str, target: str, count: int, interval: float, timeout: float
+    iface: str, targets: list[str], count: int, interval: float, timeout: float
 ) -> list[ArpReply]:
-    """Sends `count` requests for `target`, `interval` seconds apart; one result each."""
+    """Sends `count` requests for each of `targets` in turn, `interval` seconds apart; one
+    result each."""
     mac, ip = _interface_addresses(iface)
-    target_ip = ipaddress.IPv4Address(target).packed
-    request = arp_request(mac, ip, target_ip)
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ARP))
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.bind((iface, ETH_P_ARP))
+    jobs = [(target, seq) for target in targets for seq in range(count)]
     results = []
     try:
-        for seq in range(count):
+        for i, (target, seq) in enumerate(jobs):
+            target_ip = ipaddress.IPv4Address(target).packed
+            request = arp_request(mac, ip, target_ip)
             started = time.monotonic()
             sent_ns = time.time_ns()
             sock.send(request)
-            results.append(_await_reply(sock, seq, sent_ns, target_ip, mac, timeout))
+            reply = _await_reply(sock, seq, sent_ns, target_ip, mac, timeout)
+            reply.target = target
+            results.append(reply)
             pause = interval - (time.monotonic() - started)
-            if pause > 0 and seq + 1 < count:
+            if pause > 0 and i + 1 < len(jobs):
                 time.sleep(pause)
     finally:
         sock.close()
@@ -124,12 +129,12 @@ def _await_reply(
 def main(argv: list[str] | None = None) -> int:
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("iface")
-    args.add_argument("target")
+    args.add_argument("targets", nargs="+", metavar="target")
     args.add_argument("--count", type=int, default=1)
     args.add_argument("--interval", type=float, default=0.2)
     args.add_argument("--timeout", type=float, default=1.0)
     ns = args.parse_args(argv)
-    for reply in exchange(ns.iface, ns.target, ns.count, ns.interval, ns.timeout):
+    for reply in exchange(ns.iface, ns.targets, ns.count, ns.interval, ns.timeout):
         print(json.dumps(asdict(reply)), flush=True)
     return 0
 

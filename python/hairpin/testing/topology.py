@@ -116,13 +116,17 @@ def hairpin_star(
     hosts: int = 4,
     fail_mode: str = "secure",
     controller_port: int | None = CONTROLLER_PORT,
+    extra_args: Sequence[str] = (),
+    wrapper: Sequence[str] = (),
 ) -> Iterator[HairpinStar]:
     """``hosts`` host namespaces (10.0.0.i/24) cabled to ports 1..N of a hairpind in the switch
-    namespace, which connects to ``tcp:127.0.0.1:controller_port`` unless that is None."""
+    namespace, which connects to ``tcp:127.0.0.1:controller_port`` unless that is None.
+    ``extra_args`` go to hairpind, ``wrapper`` before it (``chrt -f 50``, ``taskset``...)."""
     binary = find_hairpind()
     log_path = workdir / "hairpind.log"
     control_path = workdir / "hairpind.ctl"
-    args = [str(binary), "--datapath-id", "0x1", "--fail-mode", fail_mode]
+    args = [*wrapper, str(binary), "--datapath-id", "0x1", "--fail-mode", fail_mode]
+    args += list(extra_args)
     args += ["--listen", f"ptcp:{SWITCH_OF_PORT}:127.0.0.1"]
     args += ["--control-socket", str(control_path)]
     if controller_port is not None:

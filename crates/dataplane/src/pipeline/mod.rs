@@ -29,7 +29,7 @@ mod exec;
 mod output;
 mod single;
 
-pub(crate) use single::{packet_out, process_normal};
+pub(crate) use single::{generate, packet_out, process_normal};
 
 use crate::actions::{ActionSet, Frame};
 use crate::batch::{PacketBatch, PacketSink};

@@ -141,6 +141,60 @@ pub(super) fn insp<S: PacketSink>(
     env.pool.push(buf);
 }
 
+/// Generates a packet from template `template_id` without a trigger (an InSP timer) and
+/// runs `list` on it as on a packet-out arriving on `in_port`. A template that is gone or
+/// needs a trigger generates nothing and counts an InSP failure.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn generate<S: PacketSink>(
+    state: &Snapshot,
+    shared: &Shared,
+    lease: &ShardLease,
+    scratch: &mut Scratch,
+    now: u64,
+    template_id: u32,
+    in_port: u32,
+    list: &[Action],
+    sink: &mut S,
+) {
+    let mut env = single_env(state, shared, lease, scratch, now, sink);
+    match state.templates.get(template_id) {
+        Some(template) => generated(&mut env, template, in_port, list),
+        None => env.drops.insp_failed += 1,
+    }
+    flush(shared, env.drops);
+}
+
+fn generated<S: PacketSink>(
+    env: &mut Env<'_, S>,
+    template: &crate::template::PacketTemplate,
+    in_port: u32,
+    list: &[Action],
+) {
+    let Some(mut buf) = take_buffer(env) else {
+        return;
+    };
+    let len = buf
+        .get_mut(COPY_HEADROOM..)
+        .map(|out| template.instantiate(&[], out));
+    let frame = match len {
+        Some(Ok(len)) if len > 0 => Frame::new(&mut buf, COPY_HEADROOM, len),
+        _ => None,
+    };
+    match frame {
+        Some(mut frame) => {
+            let mut key = FlowKey::default();
+            let outcome = parse_to(frame.bytes(), in_port, ParseDepth::L4, &mut key);
+            env.parse.record(outcome);
+            let mut meta = Meta::outside_tables(in_port);
+            env.depth -= 1;
+            apply_actions(env, &mut frame, &mut key, &mut meta, list);
+            env.depth += 1;
+        }
+        None => env.drops.insp_failed += 1,
+    }
+    env.pool.push(buf);
+}
+
 /// Executes a packet-out.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn packet_out<S: PacketSink>(

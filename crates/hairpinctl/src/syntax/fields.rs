@@ -36,7 +36,7 @@ const fn named(name: &'static str, aliases: &'static [&'static str], format: For
     }
 }
 
-/// Names and format of every OXM basic field.
+/// Names and format of every OXM field we know (the basic ones and NXM_NX_IP_TTL).
 pub fn describe(id: F) -> FieldName {
     use Format::*;
     match id {
@@ -80,6 +80,7 @@ pub fn describe(id: F) -> FieldName {
         F::PbbIsid => named("pbb_isid", &[], Decimal),
         F::TunnelId => named("tun_id", &["tunnel_id"], Hex),
         F::Ipv6Exthdr => named("ipv6_exthdr", &[], Hex),
+        F::NxIpTtl => named("nw_ttl", &[], Decimal),
     }
 }
 

@@ -300,6 +300,8 @@ mod tests {
             ("ip,tcp_dst=80", "nw_proto=6"),
             ("nw_src=1.2.3.4", "dl_type=0x0800"),
             ("ip_dscp=1", "dl_type=0x0800 or 0x86dd"),
+            ("nw_ttl=1", "dl_type=0x0800 or 0x86dd"),
+            ("arp,nw_ttl=1", "dl_type=0x0800 or 0x86dd"),
             ("vlan_pcp=1", "VLAN tag"),
             ("vlan_vid=0,vlan_pcp=1", "VLAN tag"),
             ("in_phy_port=1", "in_port"),
@@ -338,9 +340,10 @@ mod tests {
             dl_src=00:00:00:00:00:02/ff:ff:ff:00:00:00,dl_type=0x86dd,dl_vlan=5,vlan_pcp=1,\
             ip_dscp=46,nw_ecn=2,nw_proto=58,ipv6_src=2001:db8::/32,ipv6_dst=::1,\
             ipv6_label=0x12345,icmpv6_type=135,icmpv6_code=0,nd_target=fe80::1,\
-            nd_sll=00:00:00:00:00:03,tun_id=0x99/0xff,ipv6_exthdr=0x10/0x1f0";
+            nd_sll=00:00:00:00:00:03,tun_id=0x99/0xff,ipv6_exthdr=0x10/0x1f0,nw_ttl=255";
         let m = parse_match(text).unwrap();
-        assert_eq!(m.fields.len(), 20);
+        assert_eq!(m.fields.len(), 21);
+        assert_eq!(m.get(F::NxIpTtl), Some(&exact(OxmValue::NxIpTtl(255))));
         let printed = format_match(&m).join(",");
         assert_eq!(parse_match(&printed), Ok(m));
     }

@@ -13,6 +13,7 @@ pub mod controllets;
 pub mod ports;
 mod protocol;
 pub mod templates;
+pub mod timers;
 
 use std::collections::BTreeMap;
 use std::io;

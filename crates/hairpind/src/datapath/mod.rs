@@ -1,18 +1,24 @@
 //! Datapath threads: each owns a datapath reader and its own socket on every port (several
 //! threads share an interface through a PACKET_FANOUT group). A thread receives in batches,
-//! runs the pipeline, transmits, and executes the packet-outs the agent queues. It polls while
-//! traffic flows and sleeps in poll(2) when idle, so an idle switch burns no core; the
-//! [`doorbell`] wakes it at once when the agent hands it work.
+//! runs the pipeline, transmits, executes the packet-outs the agent queues and sends the InSP
+//! timers' packets when due. It polls while traffic flows and sleeps in poll(2) when idle, so
+//! an idle switch burns no core; the sleep ends at the next timer's deadline, and the
+//! [`doorbell`] wakes it at once when the agent hands it work. With `--busy-poll` it never
+//! sleeps: a packet then finds the thread running with warm caches, which saves the wake-up
+//! (most of an InSP answer's time in the switch on a busy machine, docs/bench/insp.md) at
+//! the price of a core.
 //!
 //! - [`ports`]: the thread's sockets by OpenFlow port number;
 //! - [`sink`]: where the pipeline's outputs and packet-ins go;
 //! - [`packet_out`]: the agent's queue of packet-outs;
+//! - [`timers`]: the InSP timer triggers' schedule;
 //! - [`doorbell`]: the eventfd that wakes sleeping threads.
 
 pub mod doorbell;
 pub mod packet_out;
 pub mod ports;
 mod sink;
+pub mod timers;
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,14 +31,15 @@ use doorbell::Doorbell;
 use packet_out::PacketOutReceiver;
 use ports::ThreadPorts;
 use sink::{Sink, ToController};
+use timers::Timers;
 
 /// Packets per receive batch and per port per round.
 pub const BATCH: usize = dataplane::batch::BURST;
 /// Empty rounds before a thread sleeps in poll(2).
 const SPIN_ROUNDS: u32 = 256;
 /// Longest sleep: how soon a sleeping thread notices `stop` and reports its sockets' losses
-/// (control work rings the doorbell and never waits for it).
-const IDLE_POLL_MS: i32 = 100;
+/// (control work rings the doorbell and never waits for it; timers shorten the sleep).
+const IDLE_POLL_NS: u64 = 100_000_000;
 /// How often a thread reports its sockets' losses to the switch core.
 const IO_REPORT_NS: u64 = 1_000_000_000;
 
@@ -43,10 +50,14 @@ pub struct ThreadContext {
     pub ports: ThreadPorts,
     /// Packet-outs; shared by the threads, taken by whichever is awake.
     pub packet_outs: PacketOutReceiver,
+    /// InSP timer triggers (shared by the threads, run by whichever is awake).
+    pub timers: Timers,
     /// Rung when control work waits (shared by the threads).
     pub doorbell: Doorbell,
     /// Fail-standalone: with no controller connected, act as a learning switch.
     pub standalone: bool,
+    /// Never sleep: poll the ports even when idle (`--busy-poll`).
+    pub busy_poll: bool,
     pub stop: Arc<AtomicBool>,
 }
 
@@ -91,12 +102,15 @@ pub fn run(mut ctx: ThreadContext) {
         let packet_outs = run_packet_outs(&mut ctx, &mut controller, now);
         controller.ran_packet_outs(packet_outs, now);
         received += packet_outs;
+        received += run_timers(&mut ctx, &mut controller, now);
         controller.flush(now);
         ctx.ports.flush();
         if received == 0 {
             idle_rounds += 1;
-            if idle_rounds > SPIN_ROUNDS {
-                pollfds.wait(IDLE_POLL_MS);
+            if idle_rounds > SPIN_ROUNDS && !ctx.busy_poll {
+                let now = switch_core::clock::now_ns();
+                let until_due = ctx.timers.next_due().saturating_sub(now);
+                pollfds.wait(until_due.min(IDLE_POLL_NS));
             }
         } else {
             idle_rounds = 0;
@@ -120,6 +134,22 @@ fn run_packet_outs(ctx: &mut ThreadContext, controller: &mut ToController, now: 
     })
 }
 
+fn run_timers(ctx: &mut ThreadContext, controller: &mut ToController, now: u64) -> usize {
+    let ThreadContext {
+        reader,
+        ports,
+        timers,
+        ..
+    } = ctx;
+    timers.run_due(now, |job| {
+        let mut sink = Sink {
+            controller: &mut *controller,
+            ports,
+        };
+        reader.generate(now, job.pkttmp_id, job.in_port, &job.actions, &mut sink);
+    })
+}
+
 /// The descriptors an idle thread sleeps on: its ports and the doorbell.
 struct PollSet(Vec<libc::pollfd>);
 
@@ -136,15 +166,22 @@ impl PollSet {
         )
     }
 
-    /// Sleeps until a descriptor is readable or `timeout_ms` passed.
-    fn wait(&mut self, timeout_ms: i32) {
-        // SAFETY: `self.0` is a valid array of `self.0.len()` initialised pollfd structs that
-        // outlives the call.
+    /// Sleeps until a descriptor is readable or `timeout_ns` passed (ppoll(2): a timer's
+    /// deadline is kept to the kernel's timer slack, not rounded up to a millisecond).
+    fn wait(&mut self, timeout_ns: u64) {
+        let timeout = libc::timespec {
+            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: `self.0` is a valid array of `self.0.len()` initialised pollfd structs and
+        // `timeout` a valid timespec, both outliving the call; a null sigmask leaves the
+        // thread's signal mask as it is.
         unsafe {
-            libc::poll(
+            libc::ppoll(
                 self.0.as_mut_ptr(),
                 self.0.len() as libc::nfds_t,
-                timeout_ms,
+                &timeout,
+                std::ptr::null(),
             );
         }
     }

@@ -191,8 +191,8 @@ pub fn all_table_feature_props() -> Vec<TableFeatureProp> {
         TypeId::standard(action_type::SET_FIELD),
     ];
     let oxm_ids = vec![
-        OxmId::basic(OxmFieldId::InPort, false),
-        OxmId::basic(OxmFieldId::EthDst, true),
+        OxmId::known(OxmFieldId::InPort, false),
+        OxmId::known(OxmFieldId::EthDst, true),
         OxmId {
             header: 0xffff_0204,
             experimenter: Some(0x4f4e_4600),
