@@ -56,7 +56,7 @@ use std::sync::Arc;
 use dataplane::counters::FlowCounters;
 use dataplane::ir::Instruction;
 use dataplane::key::FlowMatch;
-use dataplane::model::FlowId;
+use dataplane::model::{FlowId, Refusal};
 
 use crate::cube::{covers, intersect, overlaps, CubeSet};
 use crate::index::TupleIndex;
@@ -214,19 +214,6 @@ impl Rule {
             None => "sw",
         }
     }
-}
-
-/// Why a rule is refused (the switch core answers the OpenFlow error).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
-    /// OFPFMFC_TABLE_FULL.
-    TableFull,
-    /// OFPBMC_BAD_FIELD: the table cannot match this.
-    BadMatch,
-    /// OFPBAC_BAD_TYPE: the table cannot run these actions.
-    BadAction,
-    /// OFPFMFC_BAD_TABLE_ID: the device has no such table.
-    BadTable,
 }
 
 /// Counts of what placement did.
@@ -424,9 +411,8 @@ impl Planner {
         self.index.entry(table).or_default().insert(id, &match_);
         self.rules.insert(id, rule);
         // The new rule may be a parent of entries already deciding below it.
-        for child in self.children_in_hw(id) {
-            self.protect(child, id);
-        }
+        let children = self.children_in_hw(id);
+        self.repair(children);
         let placed = self.place_new(id);
         if !placed && self.holdable(id) {
             if self.full_ignores(id) {
@@ -466,9 +452,7 @@ impl Planner {
         self.rules.remove(&id);
         // With the rule gone, a rule it shadowed may have become a direct parent of an entry
         // below: check those entries again.
-        for e in below {
-            self.reprotect(e);
-        }
+        self.repair(below);
         self.drop_unneeded_covers(&parents);
         self.promote();
     }
@@ -488,9 +472,7 @@ impl Planner {
             let children = self.children_in_hw(id);
             self.unplace(id);
             let placed = self.place_new(id);
-            for c in children {
-                self.protect(c, id);
-            }
+            self.repair(children);
             if !placed && self.holdable(id) {
                 self.wait(id);
             }
@@ -1029,62 +1011,62 @@ impl Planner {
 
     // ---- keeping the invariant -------------------------------------------------------------
 
-    /// Deciding entry `child` lost the cover of parent `parent` (a new rule, or one taken out
-    /// of hardware): bring the parent down the mode's way, or take the child out.
-    fn protect(&mut self, child: FlowId, parent: FlowId) {
-        let decides = |s: &Self| {
-            matches!(
-                s.rules.get(&child).and_then(|r| r.entry.as_ref()),
-                Some(Entry {
-                    action: EntryAction::Decide(_),
-                    ..
-                })
-            )
-        };
-        if !decides(self) || self.parents_present(child, None) {
-            return;
-        }
-        let parent_down = self.rules.get(&parent).is_some_and(|p| p.entry.is_some())
-            || match self.mode {
-                Mode::Algorithm1 | Mode::DependentSet => self.place(parent),
-                Mode::CoverSet => match self.punt_entry(parent, true) {
-                    Some(mut e) => {
-                        e.cover = true;
-                        self.add_entry(parent, e);
-                        true
-                    }
-                    None => false,
-                },
-            };
-        if parent_down && self.parents_present(child, None) {
-            return;
-        }
-        self.evict(child);
-    }
-
-    /// Checks a deciding entry again after the rules above it changed.
-    fn reprotect(&mut self, id: FlowId) {
-        let Some(r) = self.rules.get(&id) else {
-            return;
-        };
-        if !matches!(
-            r.entry,
-            Some(Entry {
-                action: EntryAction::Decide(_),
-                ..
-            })
-        ) {
-            return;
-        }
-        for p in self.parents(id) {
-            if !self.rules.contains_key(&id) {
-                return;
+    /// Entries whose parents changed (a new rule above them, one taken out of hardware, one
+    /// gone that shadowed another): each keeps deciding only if every direct parent has an
+    /// earlier entry. A missing parent is brought down the mode's way (Algorithm 1 and
+    /// dependent-set place it, cover-set covers it); failing that, the entry is taken out,
+    /// and the entries below that needed it are looked at in turn. A worklist, not
+    /// recursion: a chain of thousands of entries must not exhaust the stack.
+    fn repair(&mut self, mut work: Vec<FlowId>) {
+        // Placing parents adds entries and evicting takes them out; past this many rounds
+        // only eviction remains, which ends.
+        let mut placing_rounds = 4 * self.rules.len() + 64;
+        while let Some(id) = work.pop() {
+            if !self
+                .rules
+                .get(&id)
+                .and_then(|r| r.entry.as_ref())
+                .is_some_and(Entry::decides)
+            {
+                continue;
             }
-            self.protect(id, p);
+            if self.parents_present(id, None) {
+                continue;
+            }
+            placing_rounds = placing_rounds.saturating_sub(1);
+            for p in self.parents(id) {
+                if self.rules[&p].entry.is_some() || placing_rounds == 0 {
+                    continue;
+                }
+                match self.mode {
+                    Mode::Algorithm1 | Mode::DependentSet => {
+                        self.place(p);
+                    }
+                    Mode::CoverSet => {
+                        if let Some(mut e) = self.punt_entry(p, true) {
+                            e.cover = true;
+                            self.add_entry(p, e);
+                        }
+                    }
+                }
+            }
+            if self.parents_present(id, None) {
+                continue;
+            }
+            let children = self.children_in_hw(id);
+            let parents = self.parents(id);
+            self.unplace(id);
+            self.stats.evictions += 1;
+            if self.holdable(id) {
+                self.wait(id);
+            }
+            work.extend(children);
+            self.drop_unneeded_covers(&parents);
         }
     }
 
-    /// Takes a deciding entry out of hardware, and the entries that needed it above them.
+    /// Takes a deciding entry out of hardware (for a hotter or higher rule), and repairs the
+    /// entries below that needed it.
     fn evict(&mut self, id: FlowId) {
         let children = self.children_in_hw(id);
         let parents = self.parents(id);
@@ -1093,9 +1075,7 @@ impl Planner {
         if self.holdable(id) {
             self.wait(id);
         }
-        for c in children {
-            self.protect(c, id);
-        }
+        self.repair(children);
         self.drop_unneeded_covers(&parents);
     }
 
