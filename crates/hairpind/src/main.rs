@@ -4,6 +4,7 @@
 mod config;
 mod control;
 mod datapath;
+mod hardware;
 mod links;
 
 use std::process::ExitCode;
@@ -30,7 +31,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(settings) {
+    let offload = match hardware::load(&settings) {
+        Ok(offload) => offload,
+        Err(e) => {
+            eprintln!("hairpind: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(settings, offload) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hairpind: {e}");
@@ -39,19 +47,23 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(settings: Settings) -> std::io::Result<()> {
+fn run(settings: Settings, offload: Option<hardware::Hardware>) -> std::io::Result<()> {
     let dp_config = DatapathConfig::default();
     let (writer, readers) = dataplane::datapath::new(dp_config.clone());
     let doorbell = datapath::doorbell::Doorbell::new()?;
     let (packet_out_sender, packet_outs) = datapath::packet_out::queue(doorbell.clone());
     let shared = std::sync::Arc::clone(writer.shared());
+    let sink: Box<dyn dataplane::model::OpSink> = match &offload {
+        Some(hw) => hw.sink(Box::new(writer)),
+        None => Box::new(writer),
+    };
     let switch = Switch::new(
         SwitchSettings {
             datapath_id: settings.datapath_id,
             n_tables: dp_config.n_tables,
             n_buffers: dp_config.buffer_slots as u32,
         },
-        Box::new(writer),
+        sink,
         shared,
         Box::new(packet_out_sender),
     );
@@ -84,6 +96,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
             packet_outs: packet_outs.clone(),
             doorbell: doorbell.clone(),
             standalone: settings.fail_mode == FailMode::Standalone,
+            hardware: offload.as_ref().and_then(hardware::Hardware::stage),
             stop: Arc::clone(&stop),
         };
         handles.push(
@@ -111,6 +124,10 @@ fn run(settings: Settings) -> std::io::Result<()> {
         .collect();
     let mut registry = control::Registry::new();
     control::templates::register(&mut registry, agent.clone());
+    if let Some(hw) = &offload {
+        hw.register(&mut registry);
+        handles.push(hw.spawn_ticker(Arc::clone(&stop))?);
+    }
     let result = runtime.block_on(serve(agent, settings, registry));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {

@@ -18,6 +18,7 @@
 pub mod cube;
 pub mod image;
 pub mod index;
+pub mod model;
 pub mod placement;
 pub mod profile;
 pub mod program;

@@ -34,6 +34,11 @@ impl Switch {
         if experimenter != HAIRPIN_EXPERIMENTER {
             return Err(OfpError::BadRequest(BadRequestCode::BadExperimenter));
         }
+        let hardware = (0..self.settings.n_tables).any(|t| self.sink.table_capacity(t).is_some());
+        if !hardware {
+            // Nothing but software: no placement to tell.
+            return Err(OfpError::BadRequest(BadRequestCode::BadExperimenter));
+        }
         if exp_type != EXP_FLOW_PLACEMENT {
             return Err(OfpError::BadRequest(BadRequestCode::BadExpType));
         }

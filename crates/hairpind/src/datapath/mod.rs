@@ -7,9 +7,11 @@
 //! - [`ports`]: the thread's sockets by OpenFlow port number;
 //! - [`sink`]: where the pipeline's outputs and packet-ins go;
 //! - [`packet_out`]: the agent's queue of packet-outs;
-//! - [`doorbell`]: the eventfd that wakes sleeping threads.
+//! - [`doorbell`]: the eventfd that wakes sleeping threads;
+//! - [`hardware`]: the `model` offload backend's hardware stage before the pipeline.
 
 pub mod doorbell;
+pub mod hardware;
 pub mod packet_out;
 pub mod ports;
 mod sink;
@@ -47,6 +49,8 @@ pub struct ThreadContext {
     pub doorbell: Doorbell,
     /// Fail-standalone: with no controller connected, act as a learning switch.
     pub standalone: bool,
+    /// Emulated hardware tables in front of the pipeline (`--offload PROFILE:model`).
+    pub hardware: Option<hardware::HardwareStage>,
     pub stop: Arc<AtomicBool>,
 }
 
@@ -79,6 +83,8 @@ pub fn run(mut ctx: ThreadContext) {
             };
             if legacy {
                 ctx.reader.process_normal(now, &mut batch, &mut sink);
+            } else if let Some(hw) = &mut ctx.hardware {
+                hw.process(now, &mut ctx.reader, &mut batch, &mut sink);
             } else {
                 ctx.reader.process(now, &mut batch, &mut sink);
             }

@@ -1,0 +1,81 @@
+//! Hardware offload in the daemon (`--offload PROFILE[:BACKEND]`): the profile, the planner
+//! as the switch core's op sink, the backend (the `model` stage in each datapath thread, or
+//! the XDP fast path on the ports), the management commands and the periodic tick that
+//! measures rates and promotes rules.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use dataplane::model::OpSink;
+use offload::model::{ModelCounters, ModelStage};
+use offload::placement::{Mode, Planner, Policy};
+use offload::profile::Profile;
+use offload::sink::{Offload, OffloadSink};
+
+use crate::config::{OffloadBackend, Settings};
+use crate::control::Registry;
+use crate::datapath::hardware::HardwareStage;
+
+/// How often rates are measured and waiting rules promoted.
+const TICK: Duration = Duration::from_millis(500);
+
+/// Offload as the daemon runs it.
+pub struct Hardware {
+    pub offload: Arc<Offload>,
+    pub backend: OffloadBackend,
+    model: Arc<ModelCounters>,
+}
+
+/// Loads the profile the settings name; `None` without `--offload`. A bad profile is
+/// reported with its file, line and field.
+pub fn load(settings: &Settings) -> Result<Option<Hardware>, String> {
+    let Some(spec) = &settings.offload else {
+        return Ok(None);
+    };
+    let profile = Profile::load(&spec.profile).map_err(|e| e.to_string())?;
+    let mode = Mode::parse(&settings.placement).ok_or("unknown placement mode")?;
+    let policy = Policy::parse(&settings.promotion).ok_or("unknown promotion policy")?;
+    let planner = Planner::new(Arc::new(profile), mode, policy);
+    Ok(Some(Hardware {
+        offload: Offload::new(planner),
+        backend: spec.backend,
+        model: Arc::new(ModelCounters::default()),
+    }))
+}
+
+impl Hardware {
+    /// The switch core's sink: the planner in front of the datapath's writer.
+    pub fn sink(&self, datapath: Box<dyn OpSink>) -> Box<dyn OpSink> {
+        Box::new(OffloadSink::new(datapath, Arc::clone(&self.offload)))
+    }
+
+    /// A datapath thread's hardware stage (the `model` backend only).
+    pub fn stage(&self) -> Option<HardwareStage> {
+        (self.backend == OffloadBackend::Model).then(|| {
+            HardwareStage::new(ModelStage::new(
+                Arc::clone(&self.offload),
+                Arc::clone(&self.model),
+            ))
+        })
+    }
+
+    pub fn register(&self, registry: &mut Registry) {
+        let model = (self.backend == OffloadBackend::Model).then(|| Arc::clone(&self.model));
+        crate::control::offload::register(registry, Arc::clone(&self.offload), model);
+    }
+
+    /// A thread that ticks the planner until `stop`.
+    pub fn spawn_ticker(&self, stop: Arc<AtomicBool>) -> std::io::Result<JoinHandle<()>> {
+        let offload = Arc::clone(&self.offload);
+        std::thread::Builder::new()
+            .name("hairpin-offload".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    offload.tick(switch_core::clock::now_ns());
+                    std::thread::sleep(TICK);
+                }
+            })
+    }
+}
