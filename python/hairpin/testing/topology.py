@@ -116,9 +116,11 @@ def hairpin_star(
     hosts: int = 4,
     fail_mode: str = "secure",
     controller_port: int | None = CONTROLLER_PORT,
+    extra_args: Sequence[str] = (),
 ) -> Iterator[HairpinStar]:
     """``hosts`` host namespaces (10.0.0.i/24) cabled to ports 1..N of a hairpind in the switch
-    namespace, which connects to ``tcp:127.0.0.1:controller_port`` unless that is None."""
+    namespace, which connects to ``tcp:127.0.0.1:controller_port`` unless that is None;
+    ``extra_args`` go on hairpind's command line."""
     binary = find_hairpind()
     log_path = workdir / "hairpind.log"
     control_path = workdir / "hairpind.ctl"
@@ -129,6 +131,7 @@ def hairpin_star(
         args += ["--controller", f"tcp:127.0.0.1:{controller_port}"]
     for number in range(1, hosts + 1):
         args += ["--port", f"{number}=p{number}"]
+    args += list(extra_args)
     with ExitStack() as stack:
         topo = stack.enter_context(star(unique_prefix(), hosts))
         process = stack.enter_context(background(topo.switch, args, log_path))
