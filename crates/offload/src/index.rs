@@ -20,9 +20,24 @@ fn fold(words: &Words, mask: &Words) -> u64 {
     h
 }
 
+/// The rules under one key of a tuple: almost always one.
+enum Ids {
+    One(FlowId),
+    Many(Vec<FlowId>),
+}
+
+impl Ids {
+    fn as_slice(&self) -> &[FlowId] {
+        match self {
+            Ids::One(id) => std::slice::from_ref(id),
+            Ids::Many(ids) => ids,
+        }
+    }
+}
+
 struct Tuple {
     mask: FlowKey,
-    by_key: HashMap<u64, Vec<FlowId>>,
+    by_key: HashMap<u64, Ids>,
     len: usize,
 }
 
@@ -61,11 +76,17 @@ impl TupleIndex {
             }
         };
         let tuple = &mut self.tuples[t];
-        tuple
-            .by_key
-            .entry(fold(m.key.words(), tuple.mask.words()))
-            .or_default()
-            .push(id);
+        let h = fold(m.key.words(), tuple.mask.words());
+        match tuple.by_key.get_mut(&h) {
+            None => {
+                tuple.by_key.insert(h, Ids::One(id));
+            }
+            Some(ids) => {
+                let mut all = ids.as_slice().to_vec();
+                all.push(id);
+                *ids = Ids::Many(all);
+            }
+        }
         tuple.len += 1;
     }
 
@@ -75,14 +96,23 @@ impl TupleIndex {
         };
         let tuple = &mut self.tuples[t];
         let h = fold(m.key.words(), tuple.mask.words());
-        if let Some(ids) = tuple.by_key.get_mut(&h) {
-            if let Some(i) = ids.iter().position(|x| *x == id) {
-                ids.swap_remove(i);
-                tuple.len -= 1;
-            }
-            if ids.is_empty() {
+        let Some(ids) = tuple.by_key.get_mut(&h) else {
+            return;
+        };
+        let before = ids.as_slice().len();
+        let rest: Vec<FlowId> = ids
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|x| *x != id)
+            .collect();
+        tuple.len -= before - rest.len();
+        match rest.as_slice() {
+            [] => {
                 tuple.by_key.remove(&h);
             }
+            [one] => *ids = Ids::One(*one),
+            _ => *ids = Ids::Many(rest),
         }
     }
 
@@ -98,11 +128,11 @@ impl TupleIndex {
             let fixed = (0..KEY_WORDS).all(|i| tm[i] & !qm[i] == 0);
             if fixed {
                 if let Some(ids) = tuple.by_key.get(&fold(qk, tm)) {
-                    out.extend_from_slice(ids);
+                    out.extend_from_slice(ids.as_slice());
                 }
             } else {
                 for ids in tuple.by_key.values() {
-                    out.extend_from_slice(ids);
+                    out.extend_from_slice(ids.as_slice());
                 }
             }
         }

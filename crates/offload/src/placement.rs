@@ -55,7 +55,7 @@ use std::sync::Arc;
 
 use dataplane::counters::FlowCounters;
 use dataplane::ir::Instruction;
-use dataplane::key::FlowMatch;
+use dataplane::key::{FieldSet, FlowMatch};
 use dataplane::model::{FlowId, Refusal};
 
 use crate::cube::{covers, intersect, overlaps, CubeSet};
@@ -186,6 +186,8 @@ pub struct Rule {
     pub table: u8,
     pub priority: u16,
     pub match_: FlowMatch,
+    /// The fields the match names (computed once: structures are chosen by them).
+    pub fields: FieldSet,
     pub program: HwProgram,
     /// Insertion order (fcfs).
     pub seq: u64,
@@ -243,7 +245,8 @@ pub struct Planner {
     pub profile: Arc<Profile>,
     pub mode: Mode,
     pub policy: Policy,
-    rules: HashMap<FlowId, Rule>,
+    /// Boxed: a rule is large (its match), and the map moves its values as it grows.
+    rules: HashMap<FlowId, Box<Rule>>,
     index: BTreeMap<u8, TupleIndex>,
     hw: Vec<HwTableState>,
     /// Rules that could decide in hardware and do not, by insertion order ...
@@ -284,11 +287,11 @@ impl Planner {
     }
 
     pub fn rule(&self, id: FlowId) -> Option<&Rule> {
-        self.rules.get(&id)
+        self.rules.get(&id).map(|r| &**r)
     }
 
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {
-        self.rules.values()
+        self.rules.values().map(|r| &**r)
     }
 
     /// Whether the hardware image changed since the last call.
@@ -326,13 +329,11 @@ impl Planner {
                 Err(Refusal::BadTable)
             };
         }
-        let program = HwProgram::of(instructions);
-        let refusing: Vec<usize> = tables
+        let refusing = tables
             .iter()
-            .copied()
-            .filter(|t| self.profile.tables[*t].unsupported == Fallback::Refuse)
-            .collect();
-        if refusing.len() == tables.len() {
+            .all(|t| self.profile.tables[*t].unsupported == Fallback::Refuse);
+        if refusing {
+            let program = HwProgram::of(instructions);
             let fits = tables
                 .iter()
                 .any(|t| self.profile.tables[*t].structure_for(match_).is_some());
@@ -399,6 +400,7 @@ impl Planner {
             table,
             priority,
             match_,
+            fields: match_.fields(),
             program: HwProgram::of(instructions),
             seq,
             counters,
@@ -409,7 +411,7 @@ impl Planner {
             rate: 0.0,
         };
         self.index.entry(table).or_default().insert(id, &match_);
-        self.rules.insert(id, rule);
+        self.rules.insert(id, Box::new(rule));
         // The new rule may be a parent of entries already deciding below it.
         let children = self.children_in_hw(id);
         self.repair(children);
@@ -587,7 +589,7 @@ impl Planner {
 
     /// Places a rule with no entry yet as a deciding entry, the mode's way.
     fn place_fresh(&mut self, id: FlowId) -> bool {
-        if !self.decidable(id) {
+        if !self.decidable(id) || !self.room_for(id) {
             return false;
         }
         match self.mode {
@@ -648,6 +650,17 @@ impl Planner {
         }
     }
 
+    /// Whether some table that could hold the rule has room for it now (a quick refusal for
+    /// the common case of a full table).
+    fn room_for(&self, id: FlowId) -> bool {
+        let r = &self.rules[&id];
+        self.profile.tables_for(r.table).any(|t| {
+            let hw = &self.profile.tables[t];
+            hw.structure_for_fields(r.fields, &r.match_)
+                .is_some_and(|s| self.hw[t].used + hw.structures[s].cost <= hw.units)
+        })
+    }
+
     /// Whether the tables of OpenFlow table `table` keep every rule they have room for (a
     /// device whose full table refuses or ignores, rather than spilling to software).
     fn keeps_all(&self, table: u8) -> bool {
@@ -665,9 +678,11 @@ impl Planner {
     /// Whether any of the rule's tables could hold it at all (it waits for room).
     fn holdable(&self, id: FlowId) -> bool {
         let r = &self.rules[&id];
-        self.profile
-            .tables_for(r.table)
-            .any(|t| self.profile.tables[t].structure_for(&r.match_).is_some())
+        self.profile.tables_for(r.table).any(|t| {
+            self.profile.tables[t]
+                .structure_for_fields(r.fields, &r.match_)
+                .is_some()
+        })
     }
 
     fn full_ignores(&self, id: FlowId) -> bool {
@@ -693,24 +708,18 @@ impl Planner {
     ) -> Option<Entry> {
         let r = &self.rules[&id];
         let kind = r.program.kind()?;
-        let tables: Vec<usize> = self.profile.tables_for(r.table).collect();
-        let exact = tables
-            .iter()
-            .filter(|t| self.profile.tables[**t].kind == TableKind::Exact);
-        let tcam = tables
-            .iter()
-            .filter(|t| self.profile.tables[**t].kind == TableKind::Tcam);
-        let order: Vec<usize> = if prefer_exact {
-            exact.chain(tcam).copied().collect()
-        } else {
-            tcam.copied().collect()
+        let of = |kind: TableKind| {
+            self.profile
+                .tables_for(r.table)
+                .filter(move |t| self.profile.tables[*t].kind == kind)
         };
-        for t in order {
+        let exact = of(TableKind::Exact).filter(|_| prefer_exact);
+        for t in exact.chain(of(TableKind::Tcam)) {
             let hw = &self.profile.tables[t];
             if !hw.supports(kind) {
                 continue;
             }
-            let Some(s) = hw.structure_for(&r.match_) else {
+            let Some(s) = hw.structure_for_fields(r.fields, &r.match_) else {
                 continue;
             };
             if !self.has_room(t, hw.structures[s].cost, planned) {
@@ -900,7 +909,7 @@ impl Planner {
             .overlapping(r.table, &r.match_)
             .into_iter()
             .filter(|o| *o != id)
-            .map(|o| &self.rules[&o])
+            .map(|o| &*self.rules[&o])
             .filter(|o| o.priority >= r.priority)
             .collect();
         above.sort_by_key(|o| (Reverse(o.priority), o.seq));
@@ -1217,8 +1226,7 @@ impl Planner {
             // Packets of r whose software rule is a higher one, minus those an earlier entry
             // catches, must be none.
             let mut above: Vec<&Rule> = self
-                .rules
-                .values()
+                .rules()
                 .filter(|o| o.id != r.id && o.table == r.table && o.priority >= r.priority)
                 .collect();
             above.sort_by_key(|o| (Reverse(o.priority), o.seq));

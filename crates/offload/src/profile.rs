@@ -179,7 +179,11 @@ pub struct Structure {
 impl Structure {
     /// Whether a rule with this match fits.
     pub fn fits(&self, m: &FlowMatch) -> bool {
-        let fields = m.fields();
+        self.fits_fields(m.fields(), m)
+    }
+
+    /// [`Self::fits`] with the match's fields already known.
+    pub fn fits_fields(&self, fields: FieldSet, m: &FlowMatch) -> bool {
         fields.0 & !self.fields.0 == 0
             && self.required.0 & !fields.0 == 0
             && fields
@@ -191,7 +195,14 @@ impl Structure {
 impl HwTable {
     /// The first structure a rule with this match fits, by index.
     pub fn structure_for(&self, m: &FlowMatch) -> Option<usize> {
-        self.structures.iter().position(|s| s.fits(m))
+        self.structure_for_fields(m.fields(), m)
+    }
+
+    /// [`Self::structure_for`] with the match's fields already known.
+    pub fn structure_for_fields(&self, fields: FieldSet, m: &FlowMatch) -> Option<usize> {
+        self.structures
+            .iter()
+            .position(|s| s.fits_fields(fields, m))
     }
 
     pub fn supports(&self, kind: HwActionKind) -> bool {
