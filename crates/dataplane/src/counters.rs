@@ -42,6 +42,12 @@ impl ShardLease {
 pub struct Shard(usize);
 
 impl Shard {
+    /// The shard every writer without a private lease adds to (atomically): for counts
+    /// merged from outside the datapath threads (a hardware fast path's, read back).
+    pub fn shared() -> Shard {
+        Shard(SHARDS - 1)
+    }
+
     /// Whether no other reader writes this shard (plain load + store suffice).
     #[inline(always)]
     fn exclusive(self) -> bool {

@@ -53,6 +53,7 @@ fn run(settings: Settings, offload: Option<hardware::Hardware>) -> std::io::Resu
     let doorbell = datapath::doorbell::Doorbell::new()?;
     let (packet_out_sender, packet_outs) = datapath::packet_out::queue(doorbell.clone());
     let shared = std::sync::Arc::clone(writer.shared());
+    let dp_shared = Arc::clone(&shared);
     let sink: Box<dyn dataplane::model::OpSink> = match &offload {
         Some(hw) => hw.sink(Box::new(writer)),
         None => Box::new(writer),
@@ -69,6 +70,10 @@ fn run(settings: Settings, offload: Option<hardware::Hardware>) -> std::io::Resu
     );
     let agent = Agent::new(switch, AgentConfig::default());
     links::add_ports(&agent, &settings.ports)?;
+    if let Some(hw) = &offload {
+        hw.start(&settings, Arc::clone(&dp_shared))
+            .map_err(std::io::Error::other)?;
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     let threads = settings.datapath_threads;

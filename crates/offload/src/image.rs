@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use dataplane::counters::{FlowCounters, PortCounters, Shard};
 use dataplane::key::{frag, FlowKey, FlowMatch, KEY_WORDS};
-use dataplane::model::PortInfo;
+use dataplane::model::{FlowId, PortInfo};
 use dataplane::shared::Shared;
 
 use crate::placement::{EntryAction, HwCounters, Planner};
@@ -35,6 +35,10 @@ pub enum ImageAction {
 
 /// One hardware entry.
 pub struct ImageEntry {
+    /// The rule it belongs to.
+    pub id: FlowId,
+    /// The profile's hardware table holding it.
+    pub hw_table: usize,
     pub rank: u32,
     pub table: u8,
     pub match_: FlowMatch,
@@ -121,6 +125,8 @@ impl HwImage {
             };
             let index = image.entries.len() as u32;
             image.entries.push(ImageEntry {
+                id: r.id,
+                hw_table: e.table,
                 rank: rank as u32,
                 table: r.table,
                 match_: e.match_,
@@ -155,6 +161,11 @@ impl HwImage {
 
     pub fn entry(&self, i: u32) -> Option<&ImageEntry> {
         self.entries.get(i as usize)
+    }
+
+    /// Every entry, in rank order.
+    pub fn entries(&self) -> &[ImageEntry] {
+        &self.entries
     }
 
     pub fn len(&self) -> usize {

@@ -21,12 +21,24 @@ pub struct OffloadState {
     ports_changed: bool,
 }
 
+/// A device that holds the hardware image itself (the XDP fast path), rather than a fast
+/// path reading [`Offload::image`] (the model).
+pub trait Backend: Send {
+    /// Writes a new image into the device; called at each publish that changed it, before
+    /// the publish returns.
+    fn program(&mut self, image: &HwImage);
+    /// Reads the device's counters and adds what is new to the counters of the flows, ports
+    /// and tables (seed 003 section 4.3's merged statistics).
+    fn sync_counters(&mut self);
+}
+
 /// What the sink, the management commands and the fast path share.
 pub struct Offload {
     pub profile: Arc<Profile>,
     state: Mutex<OffloadState>,
     /// The image fast paths read.
     pub image: PublishedImage,
+    backend: Mutex<Option<Box<dyn Backend>>>,
 }
 
 impl Offload {
@@ -39,7 +51,15 @@ impl Offload {
                 ports_changed: false,
             }),
             image: PublishedImage::default(),
+            backend: Mutex::new(None),
         })
+    }
+
+    /// Hands the image to `backend` from now on (and the current one at once).
+    pub fn set_backend(&self, mut backend: Box<dyn Backend>) {
+        let state = self.state();
+        backend.program(&HwImage::build(&state.planner, state.ports.clone()));
+        *self.backend.lock().unwrap_or_else(PoisonError::into_inner) = Some(backend);
     }
 
     pub fn state(&self) -> MutexGuard<'_, OffloadState> {
@@ -48,6 +68,14 @@ impl Offload {
 
     /// Periodic work (rates, promotion); publishes the image when placement changed.
     pub fn tick(&self, now_ns: u64) {
+        if let Some(b) = self
+            .backend
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_mut()
+        {
+            b.sync_counters();
+        }
         let mut state = self.state();
         state.planner.tick(now_ns);
         self.republish(&mut state);
@@ -55,8 +83,12 @@ impl Offload {
 
     fn republish(&self, state: &mut OffloadState) {
         if state.planner.take_changed() || std::mem::take(&mut state.ports_changed) {
-            self.image
-                .store(HwImage::build(&state.planner, state.ports.clone()));
+            let image = HwImage::build(&state.planner, state.ports.clone());
+            let mut backend = self.backend.lock().unwrap_or_else(PoisonError::into_inner);
+            match backend.as_mut() {
+                Some(b) => b.program(&image),
+                None => self.image.store(image),
+            }
         }
     }
 

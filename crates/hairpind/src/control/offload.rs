@@ -12,12 +12,24 @@ use serde_json::{json, Value};
 use super::Registry;
 
 /// Registers the offload commands.
-pub fn register(registry: &mut Registry, offload: Arc<Offload>, model: Option<Arc<ModelCounters>>) {
+pub fn register(
+    registry: &mut Registry,
+    offload: Arc<Offload>,
+    model: Option<Arc<ModelCounters>>,
+    attached: Vec<(String, String)>,
+) {
     let shown = Arc::clone(&offload);
     registry.add(
         "offload/show",
         "hardware offload: profile, table occupancy, placement counts, fast path counters",
-        move |_| Ok(show(&shown, model.as_deref())),
+        move |_| {
+            let mut v = show(&shown, model.as_deref());
+            v["xdp"] = json!(attached
+                .iter()
+                .map(|(ifname, mode)| json!({"interface": ifname, "mode": mode}))
+                .collect::<Vec<_>>());
+            Ok(v)
+        },
     );
     registry.add(
         "offload/flows",

@@ -1,7 +1,9 @@
 //! Hardware offload in the daemon (`--offload PROFILE[:BACKEND]`): the profile, the planner
 //! as the switch core's op sink, the backend (the `model` stage in each datapath thread, or
-//! the XDP fast path on the ports), the management commands and the periodic tick that
-//! measures rates and promotes rules.
+//! the XDP fast path on the ports, [`xdp`]), the management commands and the periodic tick
+//! that measures rates, merges the fast path's counters and promotes rules.
+
+pub mod xdp;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use offload::placement::{Mode, Planner, Policy};
 use offload::profile::Profile;
 use offload::sink::{Offload, OffloadSink};
 
-use crate::config::{OffloadBackend, Settings};
+use crate::config::{OffloadBackend, PortIo, Settings};
 use crate::control::Registry;
 use crate::datapath::hardware::HardwareStage;
 
@@ -26,6 +28,8 @@ pub struct Hardware {
     pub offload: Arc<Offload>,
     pub backend: OffloadBackend,
     model: Arc<ModelCounters>,
+    /// How the XDP fast path runs on each interface (`xdp` backend).
+    attached: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 /// Loads the profile the settings name; `None` without `--offload`. A bad profile is
@@ -35,6 +39,12 @@ pub fn load(settings: &Settings) -> Result<Option<Hardware>, String> {
         return Ok(None);
     };
     let profile = Profile::load(&spec.profile).map_err(|e| e.to_string())?;
+    if spec.backend == OffloadBackend::Xdp {
+        xdp::check_profile(&profile)?;
+        if settings.ports.values().any(|p| p.io == PortIo::Xdp) {
+            return Err("the xdp offload backend needs AF_PACKET ports (no :xdp)".into());
+        }
+    }
     let mode = Mode::parse(&settings.placement).ok_or("unknown placement mode")?;
     let policy = Policy::parse(&settings.promotion).ok_or("unknown promotion policy")?;
     let planner = Planner::new(Arc::new(profile), mode, policy);
@@ -42,6 +52,7 @@ pub fn load(settings: &Settings) -> Result<Option<Hardware>, String> {
         offload: Offload::new(planner),
         backend: spec.backend,
         model: Arc::new(ModelCounters::default()),
+        attached: std::sync::Mutex::new(Vec::new()),
     }))
 }
 
@@ -61,9 +72,46 @@ impl Hardware {
         })
     }
 
+    /// Starts the device behind the planner: for `xdp`, loads the fast path and attaches it
+    /// to every port's interface (the `model` backend runs inside the datapath threads).
+    pub fn start(
+        &self,
+        settings: &Settings,
+        shared: Arc<dataplane::shared::Shared>,
+    ) -> Result<(), String> {
+        if self.backend != OffloadBackend::Xdp {
+            return Ok(());
+        }
+        let ports: Vec<(u32, String)> = settings
+            .ports
+            .iter()
+            .map(|(n, b)| (*n, b.ifname.clone()))
+            .collect();
+        let backend = xdp::XdpBackend::start(&self.offload.profile, &ports, shared)?;
+        let modes: Vec<(String, String)> = backend
+            .modes
+            .iter()
+            .map(|(ifname, mode)| (ifname.clone(), format!("{mode:?}").to_lowercase()))
+            .collect();
+        for (ifname, mode) in &modes {
+            eprintln!("hairpind: XDP offload fast path on {ifname}: {mode} mode");
+        }
+        *self
+            .attached
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = modes;
+        self.offload.set_backend(Box::new(backend));
+        Ok(())
+    }
+
     pub fn register(&self, registry: &mut Registry) {
         let model = (self.backend == OffloadBackend::Model).then(|| Arc::clone(&self.model));
-        crate::control::offload::register(registry, Arc::clone(&self.offload), model);
+        let attached = self
+            .attached
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        crate::control::offload::register(registry, Arc::clone(&self.offload), model, attached);
     }
 
     /// A thread that ticks the planner until `stop`.
