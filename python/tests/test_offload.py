@@ -134,7 +134,7 @@ def test_full_table_answers_table_full_and_features_show_the_capacity() -> None:
 
 
 def test_dump_flows_shows_where_each_rule_lives(root: None, tmp_path: Path) -> None:
-    offload = ["--offload", "hp-2920:model", "--control-socket", str(tmp_path / "ctl")]
+    offload = ["--offload", "hp-2920:model"]
     with hairpin_star(tmp_path, hosts=2, controller_port=None, extra_args=offload) as switch:
         # in_port rules fit the 2920's hardware; a rule on eth_src does not (Table 2 row #4).
         switch.ofctl("add-flow", "priority=10,in_port=1,actions=output:2")
@@ -154,7 +154,7 @@ def test_dump_flows_shows_where_each_rule_lives(root: None, tmp_path: Path) -> N
         assert n_packets >= 3 and hw_packets + sw_packets == n_packets, hw_rule
         assert hw_packets >= 3, "the pings went through the hardware entry"
         show = switch.switch.run(
-            str(binary), "--control", str(tmp_path / "ctl"), "call", "offload/show"
+            str(binary), "--control", str(switch.control_path), "call", "offload/show"
         ).stdout
         state = json.loads(show)
         assert state["profile"] == "hp-2920" and state["tables"][0]["entries"] == 2, state
@@ -187,8 +187,7 @@ def test_xdp_backend_forwards_in_the_kernel(root: None, tmp_path: Path) -> None:
     """`--offload xdp-veth:xdp`: rules in the fast path forward with XDP_REDIRECT, native mode
     on veth; what they decide is counted back into the flows; a rule the fast path cannot hold
     (an output to two ports) leaves its packets to hairpind."""
-    ctl_path = tmp_path / "ctl"
-    offload = ["--offload", "xdp-veth:xdp", "--control-socket", str(ctl_path)]
+    offload = ["--offload", "xdp-veth:xdp"]
     with hairpin_star(tmp_path, hosts=3, controller_port=None, extra_args=offload) as switch:
         # Native XDP redirects into a veth only when the peer runs NAPI (GRO on), and frames
         # from a local TCP stack need their checksums done before they leave (tx off).
@@ -203,7 +202,7 @@ def test_xdp_backend_forwards_in_the_kernel(root: None, tmp_path: Path) -> None:
         binary = find_hairpind().parent / "hairpinctl"
         show = json.loads(
             switch.switch.run(
-                str(binary), "--control", str(ctl_path), "call", "offload/show"
+                str(binary), "--control", str(switch.control_path), "call", "offload/show"
             ).stdout
         )
         modes = {x["interface"]: x["mode"] for x in show["xdp"]}
