@@ -37,7 +37,9 @@ pub fn placements(
         });
         let data = match reply {
             Ok(MultipartReplyBody::Experimenter { data, .. }) => data,
-            Ok(_) | Err(CtlError::Switch { .. }) => return Ok(None),
+            // A switch that refuses the experimenter, or (against the specification) does not
+            // answer it at all.
+            Ok(_) | Err(CtlError::Switch { .. } | CtlError::Timeout(_)) => return Ok(None),
             Err(e) => return Err(e),
         };
         let page = PlacementReply::decode(&data)
