@@ -260,6 +260,10 @@ pub struct Planner {
     /// Hardware updates left in this second (traffic policy).
     budget: u32,
     last_tick_ns: u64,
+    /// Direct parents found since the rule set last changed (`rules_changed` counts
+    /// changes; the cache belongs to the count it was filled at).
+    parents_cache: std::cell::RefCell<(u64, HashMap<FlowId, Vec<FlowId>>)>,
+    rules_changed: u64,
 }
 
 impl Planner {
@@ -283,6 +287,8 @@ impl Planner {
             changed: false,
             budget: 0,
             last_tick_ns: 0,
+            parents_cache: std::cell::RefCell::new((0, HashMap::new())),
+            rules_changed: 0,
         }
     }
 
@@ -412,6 +418,7 @@ impl Planner {
         };
         self.index.entry(table).or_default().insert(id, &match_);
         self.rules.insert(id, Box::new(rule));
+        self.rules_changed += 1;
         // The new rule may be a parent of entries already deciding below it.
         let children = self.children_in_hw(id);
         self.repair(children);
@@ -452,6 +459,7 @@ impl Planner {
             ix.remove(id, &match_);
         }
         self.rules.remove(&id);
+        self.rules_changed += 1;
         // With the rule gone, a rule it shadowed may have become a direct parent of an entry
         // below: check those entries again.
         self.repair(below);
@@ -598,7 +606,7 @@ impl Planner {
                 None => false,
             },
             Mode::DependentSet => {
-                let Some(closure) = self.ancestors(id) else {
+                let Some(closure) = self.ancestors(id, self.free_entries(id)) else {
                     return false;
                 };
                 // Ancestors must sit before the rule: with any to place, everything goes to
@@ -609,7 +617,15 @@ impl Planner {
                     if self.rules[&a].entry.is_some() {
                         continue;
                     }
-                    let entry = if self.decidable(a) {
+                    // An ancestor with a parent of its own priority cannot decide (neither of
+                    // two equal rules comes first): it goes down as a punt.
+                    let tied = a != id && {
+                        let prio = self.rules[&a].priority;
+                        self.parents(a)
+                            .iter()
+                            .any(|p| self.rules[p].priority == prio)
+                    };
+                    let entry = if self.decidable(a) && !tied {
                         self.decide_entry_with(a, alone, &plan)
                     } else {
                         None
@@ -648,6 +664,26 @@ impl Planner {
                 self.commit(plan)
             }
         }
+    }
+
+    /// How many more entries the rule's tables could take at most (by their cheapest
+    /// structure).
+    fn free_entries(&self, id: FlowId) -> usize {
+        let table = self.rules[&id].table;
+        self.profile
+            .tables_for(table)
+            .map(|t| {
+                let hw = &self.profile.tables[t];
+                let cheapest = hw
+                    .structures
+                    .iter()
+                    .map(|s| s.cost)
+                    .min()
+                    .unwrap_or(1)
+                    .max(1);
+                ((hw.units - self.hw[t].used) / cheapest) as usize
+            })
+            .sum()
     }
 
     /// Whether some table that could hold the rule has room for it now (a quick refusal for
@@ -904,6 +940,24 @@ impl Planner {
     /// The rule's direct parents: higher-priority (or equal-priority) overlapping rules that
     /// some of its packets reach first.
     pub fn parents(&self, id: FlowId) -> Vec<FlowId> {
+        {
+            let mut cache = self.parents_cache.borrow_mut();
+            if cache.0 != self.rules_changed {
+                cache.1.clear();
+                cache.0 = self.rules_changed;
+            } else if let Some(p) = cache.1.get(&id) {
+                return p.clone();
+            }
+        }
+        let parents = self.find_parents(id);
+        self.parents_cache
+            .borrow_mut()
+            .1
+            .insert(id, parents.clone());
+        parents
+    }
+
+    fn find_parents(&self, id: FlowId) -> Vec<FlowId> {
         let r = &self.rules[&id];
         let mut above: Vec<&Rule> = self
             .overlapping(r.table, &r.match_)
@@ -927,19 +981,25 @@ impl Planner {
         parents
     }
 
-    /// Every ancestor (parents, their parents, ...), highest priority first; `None` when one
-    /// cannot go to hardware at all.
-    fn ancestors(&self, id: FlowId) -> Option<Vec<FlowId>> {
+    /// Every ancestor (parents, their parents, ...) not yet in hardware, highest priority
+    /// first; `None` when one cannot go to hardware at all, or when there are more than
+    /// `room` (they would not fit).
+    fn ancestors(&self, id: FlowId, room: usize) -> Option<Vec<FlowId>> {
         let mut seen: BTreeSet<FlowId> = BTreeSet::new();
+        let mut missing = 0;
         let mut stack = self.parents(id);
         while let Some(a) = stack.pop() {
             if !seen.insert(a) {
                 continue;
             }
-            if !self.holdable(a) {
+            if self.rules[&a].entry.is_some() {
+                continue;
+            }
+            missing += 1;
+            if missing > room || !self.holdable(a) {
                 return None;
             }
-            if self.rules[&a].entry.is_none() && self.decidable(a) {
+            if self.decidable(a) {
                 stack.extend(self.parents(a));
             }
         }
@@ -1171,6 +1231,14 @@ impl Planner {
             .filter(|(rate, _)| *rate >= params.min_pps)
             .collect();
         hot.sort_by(|a, b| b.0.total_cmp(&a.0));
+        // Deciding entries, coldest first: the ones to give up for hotter rules.
+        let mut cold: Vec<(f64, FlowId)> = self
+            .rules()
+            .filter(|r| r.entry.as_ref().is_some_and(Entry::decides))
+            .map(|r| (r.rate, r.id))
+            .collect();
+        cold.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut cold = cold.into_iter().peekable();
         for (rate, id) in hot.into_iter().take(PROMOTE_TRIES) {
             if self.budget == 0 {
                 break;
@@ -1179,25 +1247,20 @@ impl Planner {
             if self.place(id) {
                 self.stats.promotions += 1;
             } else {
-                let mut cold: Vec<(f64, FlowId)> = self
-                    .rules
-                    .values()
-                    .filter(|r| {
-                        matches!(
-                            r.entry,
-                            Some(Entry {
-                                action: EntryAction::Decide(_),
-                                ..
-                            })
-                        ) && r.table == self.rules[&id].table
-                    })
-                    .map(|r| (r.rate, r.id))
-                    .collect();
-                cold.sort_by(|a, b| a.0.total_cmp(&b.0));
-                for (cold_rate, c) in cold.into_iter().take(8) {
-                    if rate < cold_rate * params.hysteresis || self.budget == 0 {
+                let table = self.rules[&id].table;
+                let mut tried = 0;
+                while let Some(&(cold_rate, c)) = cold.peek() {
+                    if rate < cold_rate * params.hysteresis || tried == 8 || self.budget == 0 {
                         break;
                     }
+                    cold.next();
+                    let leaf = self.rules.get(&c).is_some_and(|r| {
+                        r.table == table && r.entry.as_ref().is_some_and(Entry::decides)
+                    }) && self.children_in_hw(c).is_empty();
+                    if !leaf {
+                        continue;
+                    }
+                    tried += 1;
                     self.evict(c);
                     self.stats.demotions += 1;
                     if self.place(id) {
