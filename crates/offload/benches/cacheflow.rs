@@ -160,9 +160,11 @@ fn rule_set(rng: &mut Rng, n: usize) -> Vec<Rule> {
 
 /// A random packet inside rule `r`'s match.
 fn packet_in(rng: &mut Rng, r: &Rule) -> FlowKey {
-    let mut k = FlowKey::default();
-    k.in_port = 1;
-    k.eth_type = 0x0800;
+    let mut k = FlowKey {
+        in_port: 1,
+        eth_type: 0x0800,
+        ..FlowKey::default()
+    };
     let pick = |rng: &mut Rng, f: Field| -> u128 {
         let key = f.get(&r.m.key).0;
         let mask = f.get(&r.m.mask).0;
@@ -315,8 +317,7 @@ fn run(mode: Mode, capacity: usize, rules: &[Rule], samples: usize, seed: u64) -
     let changes = 200;
     let fresh = rule_set(&mut Rng(seed ^ 0x5555), changes);
     let (u0, w0) = (planner.stats.entry_updates, planner.stats.hw_writes);
-    let mut next_id = rules.len() as u64 + 1;
-    for r in fresh.iter().take(changes / 2) {
+    for (next_id, r) in (rules.len() as u64 + 1..).zip(fresh.iter().take(changes / 2)) {
         let victim = FlowId(1 + rng.below(rules.len() as u64 - 1));
         planner.remove(victim);
         planner.insert(
