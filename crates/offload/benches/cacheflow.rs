@@ -328,7 +328,6 @@ fn run(mode: Mode, capacity: usize, rules: &[Rule], samples: usize, seed: u64) -
             &r.ins,
             FlowCounters::new(),
         );
-        next_id += 1;
     }
     planner.check().expect("invariant after changes");
     let (u1, w1) = (planner.stats.entry_updates, planner.stats.hw_writes);
