@@ -82,8 +82,11 @@ pub enum OffloadBackend {
     /// The profile's tables emulated in front of the pipeline (`offload::model`).
     #[default]
     Model,
-    /// An XDP program on the ports holding the hardware tables in BPF maps.
+    /// An XDP program on the ports holding the hardware tables in BPF maps, native where
+    /// the driver takes it.
     Xdp,
+    /// The same in generic (SKB) mode on every port.
+    XdpGeneric,
 }
 
 /// Hardware offload: a profile (a shipped name or a file) and a backend, `PROFILE[:BACKEND]`.
@@ -98,10 +101,11 @@ impl OffloadSpec {
         let (profile, backend) = match s.rsplit_once(':') {
             Some((p, "model")) => (p, OffloadBackend::Model),
             Some((p, "xdp")) => (p, OffloadBackend::Xdp),
+            Some((p, "xdp-generic")) => (p, OffloadBackend::XdpGeneric),
             _ => (s, OffloadBackend::Model),
         };
         if profile.is_empty() {
-            return Err(format!("`{s}`: offload is PROFILE[:model|:xdp]"));
+            return Err(format!("`{s}`: offload is PROFILE[:model|:xdp|:xdp-generic]"));
         }
         Ok(OffloadSpec {
             profile: profile.to_string(),

@@ -39,7 +39,7 @@ pub fn load(settings: &Settings) -> Result<Option<Hardware>, String> {
         return Ok(None);
     };
     let profile = Profile::load(&spec.profile).map_err(|e| e.to_string())?;
-    if spec.backend == OffloadBackend::Xdp {
+    if spec.backend != OffloadBackend::Model {
         xdp::check_profile(&profile)?;
         if settings.ports.values().any(|p| p.io == PortIo::Xdp) {
             return Err("the xdp offload backend needs AF_PACKET ports (no :xdp)".into());
@@ -79,7 +79,7 @@ impl Hardware {
         settings: &Settings,
         shared: Arc<dataplane::shared::Shared>,
     ) -> Result<(), String> {
-        if self.backend != OffloadBackend::Xdp {
+        if self.backend == OffloadBackend::Model {
             return Ok(());
         }
         let ports: Vec<(u32, String)> = settings
@@ -87,7 +87,8 @@ impl Hardware {
             .iter()
             .map(|(n, b)| (*n, b.ifname.clone()))
             .collect();
-        let backend = xdp::XdpBackend::start(&self.offload.profile, &ports, shared)?;
+        let native = self.backend == OffloadBackend::Xdp;
+        let backend = xdp::XdpBackend::start(&self.offload.profile, &ports, shared, native)?;
         let modes: Vec<(String, String)> = backend
             .modes
             .iter()

@@ -136,11 +136,13 @@ pub struct XdpBackend {
 }
 
 impl XdpBackend {
-    /// Loads the program and attaches it to every port's interface.
+    /// Loads the program and attaches it to every port's interface (natively where the
+    /// driver takes it, when `native`; else generically).
     pub fn start(
         profile: &Profile,
         ports: &[(u32, String)],
         shared: Arc<Shared>,
+        native: bool,
     ) -> Result<XdpBackend, String> {
         let (acl_table, _) = check_profile(profile)?;
         let io = |e: io::Error| e.to_string();
@@ -155,7 +157,7 @@ impl XdpBackend {
                 ));
             }
             ifindexes.insert(*port_no, xdp_offload::ifindex(ifname).map_err(io)?);
-            modes.push((ifname.clone(), program.attach(ifname).map_err(io)?));
+            modes.push((ifname.clone(), program.attach(ifname, native).map_err(io)?));
         }
         Ok(XdpBackend {
             program,

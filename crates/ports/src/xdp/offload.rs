@@ -206,26 +206,26 @@ impl OffloadProgram {
         })
     }
 
-    /// Attaches to interface `ifname`: natively if the driver takes it, else generically.
-    pub fn attach(&mut self, ifname: &str) -> io::Result<AttachMode> {
+    /// Attaches to interface `ifname`: natively if `native` and the driver takes it, else
+    /// generically.
+    pub fn attach(&mut self, ifname: &str, native: bool) -> io::Result<AttachMode> {
         let program: &mut Xdp = self
             .ebpf
             .program_mut(PROGRAM)
             .ok_or_else(|| io::Error::other(format!("XDP object lacks program {PROGRAM}")))?
             .try_into()
             .map_err(|e| describe("XDP program type", &e))?;
-        match program.attach(ifname, XdpMode::Driver) {
-            Ok(_) => Ok(AttachMode::Native),
-            Err(native) => program
-                .attach(ifname, XdpMode::Skb)
-                .map(|_| AttachMode::Generic)
-                .map_err(|e| {
-                    describe(
-                        &format!("attach XDP offload to {ifname} (native: {native})"),
-                        &e,
-                    )
-                }),
+        let mut native_error = String::new();
+        if native {
+            match program.attach(ifname, XdpMode::Driver) {
+                Ok(_) => return Ok(AttachMode::Native),
+                Err(e) => native_error = format!(" (native: {e})"),
+            }
         }
+        program
+            .attach(ifname, XdpMode::Skb)
+            .map(|_| AttachMode::Generic)
+            .map_err(|e| describe(&format!("attach XDP offload to {ifname}{native_error}"), &e))
     }
 
     fn map(&mut self, name: &str) -> io::Result<&mut aya::maps::Map> {
