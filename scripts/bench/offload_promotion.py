@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -92,8 +91,17 @@ def run(device: str, policy: str, offset: int, workdir: Path) -> dict[str, objec
 
             def client_run() -> None:
                 out = client.ns.run(
-                    "iperf3", "--client", server.address, "--port", str(IPERF_PORT),
-                    "--time", str(duration), "--interval", "1", "--json", check=False,
+                    "iperf3",
+                    "--client",
+                    server.address,
+                    "--port",
+                    str(IPERF_PORT),
+                    "--time",
+                    str(duration),
+                    "--interval",
+                    "1",
+                    "--json",
+                    check=False,
                 )
                 result["json"] = out.stdout
 
@@ -101,12 +109,22 @@ def run(device: str, policy: str, offset: int, workdir: Path) -> dict[str, objec
             iperf_start = time.monotonic()
             thread.start()
             while thread.is_alive():
-                rules = json.loads(hairpinctl(switch, "--control", str(switch.control_path),
-                                              "call", "offload/flows"))
+                rules = json.loads(
+                    hairpinctl(
+                        switch, "--control", str(switch.control_path), "call", "offload/flows"
+                    )
+                )
                 hw = sum(1 for r in rules if r["location"] == "hw")
-                samples.append({"t": time.monotonic() - start, "hw": hw, "sw": len(rules) - hw,
-                                "iperf_hw": sum(1 for r in rules
-                                                if r["priority"] == 200 and r["location"] == "hw")})
+                samples.append(
+                    {
+                        "t": time.monotonic() - start,
+                        "hw": hw,
+                        "sw": len(rules) - hw,
+                        "iperf_hw": sum(
+                            1 for r in rules if r["priority"] == 200 and r["location"] == "hw"
+                        ),
+                    }
+                )
                 time.sleep(1.0)
             thread.join()
         switch.assert_alive()
@@ -116,8 +134,14 @@ def run(device: str, policy: str, offset: int, workdir: Path) -> dict[str, objec
         {"t": offset_s + i["sum"]["end"], "mbps": i["sum"]["bits_per_second"] / 1e6}
         for i in report.get("intervals", [])
     ]
-    return {"device": device, "policy": policy, "dummies": dummies, "offset": offset,
-            "rules": samples, "throughput": throughput}
+    return {
+        "device": device,
+        "policy": policy,
+        "dummies": dummies,
+        "offset": offset,
+        "rules": samples,
+        "throughput": throughput,
+    }
 
 
 def plot(runs: list[dict[str, object]], device: str, out: Path) -> None:
@@ -127,8 +151,9 @@ def plot(runs: list[dict[str, object]], device: str, out: Path) -> None:
     import matplotlib.pyplot as plt
 
     mine = [r for r in runs if r["device"] == device]
-    fig, axes = plt.subplots(2, len(mine), figsize=(6 * len(mine), 6), sharex="col",
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        2, len(mine), figsize=(6 * len(mine), 6), sharex="col", sharey="row", squeeze=False
+    )
     for col, r in enumerate(mine):
         rules, tput = r["rules"], r["throughput"]
         ax = axes[0][col]
@@ -140,6 +165,7 @@ def plot(runs: list[dict[str, object]], device: str, out: Path) -> None:
         ax = axes[1][col]
         ax.plot([s["t"] for s in tput], [s["mbps"] for s in tput], color="tab:green")
         ax.set_yscale("symlog", linthresh=1.0)
+        ax.set_ylim(0, 2000)
         ax.set_ylabel("iperf3 throughput (Mbit/s)")
         ax.set_xlabel("time since the flows went in (s)")
     fig.tight_layout()
@@ -152,7 +178,13 @@ def main() -> int:
     parser.add_argument("--policies", default="fcfs,traffic")
     parser.add_argument("--offset", type=int, default=10)
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "bench")
+    parser.add_argument("--plot-only", action="store_true", help="redraw from the JSON in --out")
     args = parser.parse_args()
+    if args.plot_only:
+        runs = json.loads((args.out / "offload_promotion.json").read_text())["runs"]
+        for device in args.devices.split(","):
+            plot(runs, device, args.out)
+        return 0
     runs = []
     load = Path("/proc/loadavg").read_text().split()[:3]
     for device in args.devices.split(","):
@@ -162,13 +194,18 @@ def main() -> int:
             up = next((s["t"] for s in r["rules"] if s["iperf_hw"] == 2), None)
             tput = [s["mbps"] for s in r["throughput"]]
             before = tput[: max(1, len(tput) // 8)]
-            print(f"{device} {policy}: iperf rules in hardware at {up if up is None else round(up, 1)} s; "
-                  f"throughput first {sum(before) / len(before):.1f} Mbit/s, "
-                  f"max {max(tput, default=0):.1f} Mbit/s", flush=True)
+            at = "never" if up is None else f"{up:.1f} s"
+            print(
+                f"{device} {policy}: iperf rules in hardware at {at}; "
+                f"throughput first {sum(before) / len(before):.1f} Mbit/s, "
+                f"max {max(tput, default=0):.1f} Mbit/s",
+                flush=True,
+            )
             runs.append(r)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "offload_promotion.json").write_text(
-        json.dumps({"loadavg": load, "runs": runs}, indent=1))
+        json.dumps({"loadavg": load, "runs": runs}, indent=1)
+    )
     for device in args.devices.split(","):
         plot(runs, device, args.out)
     print(f"loadavg at start {' '.join(load)}; JSON and PNGs in {args.out}")
