@@ -105,7 +105,9 @@ impl OffloadSpec {
             _ => (s, OffloadBackend::Model),
         };
         if profile.is_empty() {
-            return Err(format!("`{s}`: offload is PROFILE[:model|:xdp|:xdp-generic]"));
+            return Err(format!(
+                "`{s}`: offload is PROFILE[:model|:xdp|:xdp-generic]"
+            ));
         }
         Ok(OffloadSpec {
             profile: profile.to_string(),

@@ -71,6 +71,9 @@ fn show(offload: &Offload, model: Option<&ModelCounters>) -> Value {
             "evictions": s.evictions,
             "promotions": s.promotions,
             "demotions": s.demotions,
+            // The profile's cost of a hardware write, times the writes: what programming the
+            // device would have taken.
+            "modelled_programming_ms": s.hw_writes as f64 * f64::from(offload.profile.insert_us) / 1000.0,
         },
         "fast_path": model.map(|m| json!({
             "decided": m.decided.load(Relaxed),
