@@ -23,6 +23,7 @@ from hairpin import characterise
 from hairpin.testing.daemon import (
     OFPT_ERROR,
     OFPT_FLOW_MOD,
+    REPO,
     action_output,
     connected_client,
     find_hairpind,
@@ -225,3 +226,20 @@ def test_xdp_backend_forwards_in_the_kernel(root: None, tmp_path: Path) -> None:
         assert by_port["1"][0] == by_port["1"][1], "every packet of the transfer in the fast path"
         assert by_port["3"][0] >= 2 and by_port["3"][1] == 0, "two outputs: software's"
     print(f"TCP through the XDP fast path: {bps / 1e6:.0f} Mbit/s")
+
+
+def test_a_bad_profile_stops_the_daemon_naming_file_line_and_field(tmp_path: Path) -> None:
+    good = (REPO / "crates/offload/profiles/hp-2920.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(good.replace('"ipv4_dst",', '"ipv4_dts",'))
+    line = next(i for i, text in enumerate(bad.read_text().splitlines(), 1) if "ipv4_dts" in text)
+    result = subprocess.run(
+        [str(find_hairpind()), "--offload", f"{bad}:model", "--listen", "ptcp:16930:127.0.0.1"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    assert result.returncode == 2, result
+    expected = f"{bad}:{line}: field `table[0].structure[0].fields`: unknown match field `ipv4_dts`"
+    assert expected in result.stderr, result.stderr
