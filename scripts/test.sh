@@ -44,6 +44,7 @@ cargo test --workspace 2>&1 | tee "$LOGS/cargo-test"
 step "release build and quick benchmark runs"
 cargo build --workspace --release --bins --examples
 HAIRPIN_BENCH_QUICK=1 cargo bench -p switch-core --bench flowmod
+HAIRPIN_BENCH_QUICK=1 cargo bench -p offload --bench flowmod
 HAIRPIN_BENCH_QUICK=1 cargo bench -p dataplane --bench table2
 HAIRPIN_BENCH_QUICK=1 cargo bench -p ports --bench trunk
 HAIRPIN_BIN="$REPO/target/release" .venv/bin/python -m hairpin.bench.infep_fig4 --seconds 1 --variants rust-sandbox

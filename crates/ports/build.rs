@@ -1,37 +1,44 @@
-//! Compiles the AF_XDP redirect program (bpf/xsk_redirect.c) with clang into OUT_DIR.
+//! Compiles the XDP programs (bpf/xsk_redirect.c for AF_XDP ports, bpf/offload.c for the
+//! offload fast path) with clang into OUT_DIR.
 //!
 //! Without a working clang the build still succeeds: an empty object and the reason are
-//! written instead, and `XdpPort::open` reports AF_XDP as unavailable (ports fall back
-//! to AF_PACKET). Set `CLANG` to choose the compiler.
+//! written instead, and loading reports the program as unavailable (AF_XDP ports fall back
+//! to AF_PACKET; the offload fast path refuses to start). Set `CLANG` to choose the compiler.
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SOURCE: &str = "bpf/xsk_redirect.c";
+/// Each program: its source and the name of its object in OUT_DIR.
+const PROGRAMS: [(&str, &str); 2] = [
+    ("bpf/xsk_redirect.c", "xsk_redirect"),
+    ("bpf/offload.c", "offload"),
+];
 
 fn main() {
-    println!("cargo:rerun-if-changed={SOURCE}");
     println!("cargo:rerun-if-env-changed=CLANG");
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let object = out_dir.join("xsk_redirect.o");
-    let reason_file = out_dir.join("xsk_redirect.unavailable");
-    let reason = match compile(&object) {
-        Ok(()) => String::new(),
-        Err(reason) => {
-            println!("cargo:warning=AF_XDP disabled: {reason}");
-            fs::write(&object, b"").expect("write empty BPF object");
-            reason
-        }
-    };
-    fs::write(&reason_file, reason).expect("write BPF build status");
+    for (source, name) in PROGRAMS {
+        println!("cargo:rerun-if-changed={source}");
+        let object = out_dir.join(format!("{name}.o"));
+        let reason_file = out_dir.join(format!("{name}.unavailable"));
+        let reason = match compile(source, &object) {
+            Ok(()) => String::new(),
+            Err(reason) => {
+                println!("cargo:warning={name} XDP program disabled: {reason}");
+                fs::write(&object, b"").expect("write empty BPF object");
+                reason
+            }
+        };
+        fs::write(&reason_file, reason).expect("write BPF build status");
+    }
 }
 
-fn compile(object: &Path) -> Result<(), String> {
+fn compile(source: &str, object: &Path) -> Result<(), String> {
     let clang = env::var("CLANG").unwrap_or_else(|_| "clang".to_owned());
     let mut cmd = Command::new(&clang);
-    cmd.args(["-target", "bpf", "-O2", "-g", "-Wall", "-c", SOURCE, "-o"])
+    cmd.args(["-target", "bpf", "-O2", "-g", "-Wall", "-c", source, "-o"])
         .arg(object);
     // <linux/bpf.h> includes <asm/types.h>, which Debian keeps in the multiarch directory.
     if let Some(multiarch) = multiarch_include() {
@@ -44,7 +51,7 @@ fn compile(object: &Path) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{clang} failed on {SOURCE}: {}",
+            "{clang} failed on {source}: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }

@@ -49,6 +49,12 @@ impl Shard {
         Shard((index % SHARDS) * CHUNK_PAIRS)
     }
 
+    /// The shard every writer without a private lease adds to (atomically): for counts
+    /// merged from outside the datapath threads (a hardware fast path's, read back).
+    pub fn shared() -> Shard {
+        Shard::new(SHARDS - 1)
+    }
+
     /// Whether no other reader writes this shard (plain load + store suffice).
     #[inline(always)]
     fn exclusive(self) -> bool {
@@ -287,6 +293,12 @@ impl FlowCounters {
         self.counts.bytes()
     }
 
+    /// Adds hits counted outside the pipeline: a hardware fast path merging what its own
+    /// entry matched (seed 003 section 4.3), so statistics and idle timeouts see both.
+    pub fn add(&self, shard: Shard, packets: u64, bytes: u64) {
+        self.counts.add(shard, packets, bytes);
+    }
+
     /// When the entry was last seen to have matched, for idle timeouts: the `now_ns` of the
     /// first call that found its packet count moved (0 = never matched). Called periodically
     /// (the switch's housekeeping), it is late by at most one period.
@@ -317,7 +329,9 @@ impl TableCounters {
         self.counts.bytes()
     }
 
-    pub(crate) fn add(&self, shard: Shard, lookups: u64, matches: u64) {
+    /// Adds lookups and matches (the pipeline per batch; a hardware fast path for the
+    /// tables it decided packets in).
+    pub fn add(&self, shard: Shard, lookups: u64, matches: u64) {
         self.counts.add(shard, lookups, matches);
     }
 }

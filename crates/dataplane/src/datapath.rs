@@ -156,6 +156,12 @@ pub struct DatapathReader {
 }
 
 impl DatapathReader {
+    /// The counter shard this reader writes; whatever else counts on the reader's thread (a
+    /// hardware fast path in front of it) writes the same one.
+    pub fn shard(&self) -> crate::counters::Shard {
+        self.lease.shard()
+    }
+
     /// The instruction set of the pipeline copy this reader runs (the best its CPU has).
     pub fn isa(&self) -> Isa {
         self.isa

@@ -226,6 +226,41 @@ impl std::fmt::Debug for Op {
     }
 }
 
+/// Why a sink in front of hardware refuses a flow entry (the switch core answers the
+/// OpenFlow error named beside each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// `OFPFMFC_TABLE_FULL`: the hardware table has no room and does not spill to software.
+    TableFull,
+    /// `OFPBMC_BAD_FIELD`: the hardware table cannot match this.
+    BadMatch,
+    /// `OFPBAC_BAD_TYPE`: the hardware table cannot run these actions.
+    BadAction,
+    /// `OFPFMFC_BAD_TABLE_ID`: the device has no such table.
+    BadTable,
+}
+
+/// Where a flow entry lives, as a sink in front of hardware reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowPlacement {
+    pub location: FlowLocation,
+    /// Index of the hardware table holding its entry, if any.
+    pub hw_table: Option<u8>,
+    /// What the hardware entry decided (already included in the flow's counters).
+    pub hw_packets: u64,
+    pub hw_bytes: u64,
+}
+
+/// Where a flow entry decides packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowLocation {
+    Software = 0,
+    /// A hardware entry decides its packets.
+    Hardware = 1,
+    /// A hardware entry sends its packets to software (copy-to-CPU).
+    HardwareToSoftware = 2,
+}
+
 /// Where the switch core sends its changes: the datapath's writer, or something in front of
 /// it that sees every change first (an offload planner deciding what also goes to hardware).
 pub trait OpSink: Send {
@@ -233,4 +268,28 @@ pub trait OpSink: Send {
     fn apply(&mut self, op: Op);
     /// Makes every change so far take effect before it returns (the OpenFlow barrier).
     fn publish(&mut self);
+    /// Whether a flow entry may be added to (or, with `replacing`, change) `table`: a sink in
+    /// front of hardware whose tables refuse what they cannot hold says why not. The
+    /// software datapath takes everything.
+    fn admit(
+        &mut self,
+        table: u8,
+        match_: &FlowMatch,
+        instructions: &[Instruction],
+        replacing: Option<FlowId>,
+    ) -> Result<(), Refusal> {
+        let _ = (table, match_, instructions, replacing);
+        Ok(())
+    }
+    /// Where a flow entry lives; `None` when nothing but software exists.
+    fn placement(&self, id: FlowId) -> Option<FlowPlacement> {
+        let _ = id;
+        None
+    }
+    /// Capacity of `table` as the hardware has it, and the hardware table's name, for table
+    /// features; `None` when software alone holds the table.
+    fn table_capacity(&self, table: u8) -> Option<(u32, String)> {
+        let _ = table;
+        None
+    }
 }

@@ -15,6 +15,7 @@ use crate::conn::Connection;
 use crate::control;
 use crate::error::CtlError;
 use crate::output;
+use crate::placement;
 use crate::syntax::flow::{format_flow_stats, parse_flow, FlowSpec, FlowUse};
 use crate::syntax::group::{format_group, parse_group, parse_group_selector};
 use crate::syntax::meter::{format_meter, parse_meter, parse_meter_selector};
@@ -203,11 +204,18 @@ fn show(conn: &mut Connection, out: &mut dyn Write) -> Result<(), CtlError> {
 
 fn dump_flows(conn: &mut Connection, filter: &str, out: &mut dyn Write) -> Result<(), CtlError> {
     let filter = parse_flow(filter, FlowUse::Filter)?;
-    let Reply::Flow(flows) = conn.multipart(Request::Flow(filter.to_stats_request()))? else {
+    let request = filter.to_stats_request();
+    let Reply::Flow(flows) = conn.multipart(Request::Flow(request.clone()))? else {
         return Err(unexpected("flow statistics"));
     };
+    let placed = placement::placements(conn, &request)?;
     for flow in &flows {
-        write_out(out, &format_flow_stats(flow))?;
+        let line = format_flow_stats(flow);
+        let line = match placed.as_ref().and_then(|p| placement::columns(flow, p)) {
+            Some(columns) => placement::insert_columns(&line, &columns),
+            None => line,
+        };
+        write_out(out, &line)?;
         write_out(out, "\n")?;
     }
     Ok(())

@@ -28,6 +28,7 @@ pub mod controllets;
 pub mod error;
 mod error_names;
 pub mod output;
+pub mod placement;
 pub mod syntax;
 pub mod target;
 

@@ -124,6 +124,15 @@ fn multipart_replies_are_joined_across_reply_more() {
             frames.insert(1, encode_to_vec(77, &Message::EchoRequest(vec![1, 2, 3])));
             frames
         }
+        // As Open vSwitch does: no such experimenter (dump-flows then prints no locations).
+        Message::MultipartRequest(req)
+            if matches!(req.body, MultipartRequestBody::Experimenter { .. }) =>
+        {
+            vec![error_frame(
+                h.xid,
+                OfpError::BadRequest(ofp::BadRequestCode::BadExperimenter),
+            )]
+        }
         _ => Vec::new(),
     });
     let (result, out) = run(&mut conn, Command::DumpFlows { flow: vec![] });

@@ -4,6 +4,7 @@
 mod config;
 mod control;
 mod datapath;
+mod hardware;
 mod legacy;
 mod links;
 mod portmap;
@@ -32,7 +33,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(settings) {
+    let offload = match hardware::load(&settings) {
+        Ok(offload) => offload,
+        Err(e) => {
+            eprintln!("hairpind: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(settings, offload) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hairpind: {e}");
@@ -41,20 +49,25 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(settings: Settings) -> std::io::Result<()> {
+fn run(settings: Settings, offload: Option<hardware::Hardware>) -> std::io::Result<()> {
     let dp_config = DatapathConfig::default();
     let (writer, readers) = dataplane::datapath::new(dp_config.clone());
     let doorbell = datapath::doorbell::Doorbell::new()?;
     let (packet_out_sender, packet_outs) = datapath::packet_out::queue(doorbell.clone());
     let timers = datapath::timers::Timers::new(doorbell.clone());
     let shared = std::sync::Arc::clone(writer.shared());
+    let dp_shared = Arc::clone(&shared);
+    let sink: Box<dyn dataplane::model::OpSink> = match &offload {
+        Some(hw) => hw.sink(Box::new(writer)),
+        None => Box::new(writer),
+    };
     let mut switch = Switch::new(
         SwitchSettings {
             datapath_id: settings.datapath_id,
             n_tables: dp_config.n_tables,
             n_buffers: dp_config.buffer_slots as u32,
         },
-        Box::new(writer),
+        sink,
         shared,
         Box::new(packet_out_sender),
     );
@@ -63,6 +76,10 @@ fn run(settings: Settings) -> std::io::Result<()> {
     let map = Arc::new(portmap::PortMap::new(&settings).map_err(std::io::Error::other)?);
     let legacy = Arc::new(legacy::LegacyLinks::new(Arc::clone(&map))?);
     links::add_ports(&agent, &map, &legacy)?;
+    if let Some(hw) = &offload {
+        hw.start(&map, Arc::clone(&dp_shared))
+            .map_err(std::io::Error::other)?;
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     let threads = settings.datapath_threads;
@@ -92,6 +109,7 @@ fn run(settings: Settings) -> std::io::Result<()> {
             doorbell: doorbell.clone(),
             standalone: settings.fail_mode == FailMode::Standalone,
             busy_poll: settings.busy_poll,
+            hardware: offload.as_ref().and_then(hardware::Hardware::stage),
             stop: Arc::clone(&stop),
         };
         handles.push(
@@ -122,6 +140,10 @@ fn run(settings: Settings) -> std::io::Result<()> {
     control::templates::register(&mut registry, agent.clone());
     control::ports::register(&mut registry, &agent, &legacy);
     control::timers::register(&mut registry, timers);
+    if let Some(hw) = &offload {
+        hw.register(&mut registry);
+        handles.push(hw.spawn_ticker(Arc::clone(&stop))?);
+    }
     let result = runtime.block_on(serve(agent, settings, registry));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {

@@ -1,5 +1,6 @@
 //! OpenFlow 1.3.5 wire protocol codec: every message, OXM field, instruction, action and
-//! multipart body, plus the InSP experimenter extension (see `INSP.md`).
+//! multipart body, plus the InSP experimenter extension (see `INSP.md`) and Hairpin's flow
+//! placement multipart (see `OFFLOAD.md`).
 //!
 //! Pure library: no I/O. [`decode`] validates every length and field and never panics; its
 //! error maps to the OFPT_ERROR (type, code) the spec names. [`encode`] is its exact inverse.
@@ -38,6 +39,7 @@ mod message;
 mod meter;
 mod multipart;
 mod oxm;
+mod placement;
 mod port;
 mod queue;
 mod stats;
@@ -57,6 +59,7 @@ pub use message::{
 pub use meter::{band_type, MeterBand, MeterFlags, MeterMod, MeterModCommand};
 pub use multipart::*;
 pub use oxm::*;
+pub use placement::*;
 pub use port::*;
 pub use queue::*;
 pub use stats::*;

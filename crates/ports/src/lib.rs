@@ -32,4 +32,5 @@ pub use link::{link_info, set_link_up, LinkChange, LinkEvent, LinkInfo, LinkMoni
 pub use pcap::{PcapReader, PcapRecord, PcapWriter, TimestampPrecision};
 pub use port::{AnyPort, PacketPort};
 pub use tap::TapPort;
+pub use xdp::offload as xdp_offload;
 pub use xdp::{open_port, PortKind, XdpOptions, XdpPort};

@@ -9,6 +9,7 @@ pub mod features;
 pub mod flows;
 pub mod groups;
 pub mod meters;
+pub mod placement;
 pub mod ports;
 mod stats;
 pub mod templates;
@@ -281,7 +282,7 @@ impl Switch {
                 Vec::new()
             }
             FlowModCommand::Modify | FlowModCommand::ModifyStrict => {
-                self.modify_flows(&fm, &compiled);
+                self.modify_flows(&fm, &compiled)?;
                 Vec::new()
             }
             FlowModCommand::Delete | FlowModCommand::DeleteStrict => {
@@ -307,12 +308,17 @@ impl Switch {
         if table.is_full_for(fm.priority, &compiled) {
             return Err(OfpError::FlowModFailed(FlowModFailedCode::TableFull));
         }
+        let replacing = table.find_strict(fm.priority, &compiled).map(|e| e.id);
         if fm.flags.contains(FlowModFlags::CHECK_OVERLAP)
-            && table.find_strict(fm.priority, &compiled).is_none()
+            && replacing.is_none()
             && table.has_overlap(fm.priority, &compiled)
         {
             return Err(OfpError::FlowModFailed(FlowModFailedCode::Overlap));
         }
+        let instructions = translate::compile_instructions(&fm.instructions);
+        self.sink
+            .admit(fm.table_id, &compiled, &instructions, replacing)
+            .map_err(placement::refusal_error)?;
         let entry = FlowEntry {
             id: FlowId(self.next_flow_id),
             priority: fm.priority,
@@ -334,7 +340,7 @@ impl Switch {
         Ok(())
     }
 
-    fn modify_flows(&mut self, fm: &FlowMod, compiled: &FlowMatch) {
+    fn modify_flows(&mut self, fm: &FlowMod, compiled: &FlowMatch) -> Result<(), OfpError> {
         let selector = Selector {
             compiled,
             strict_priority: (fm.command == FlowModCommand::ModifyStrict).then_some(fm.priority),
@@ -344,8 +350,17 @@ impl Switch {
             out_group: ofp::OFPG_ANY,
         };
         let table = &mut self.tables[usize::from(fm.table_id)];
+        let ids = table.select(&selector);
+        let instructions = translate::compile_instructions(&fm.instructions);
+        for id in &ids {
+            if let Some(e) = table.get(*id) {
+                self.sink
+                    .admit(fm.table_id, &e.compiled, &instructions, Some(*id))
+                    .map_err(placement::refusal_error)?;
+            }
+        }
         let mut ops = Vec::new();
-        for id in table.select(&selector) {
+        for id in ids {
             table.modify(
                 id,
                 &fm.instructions,
@@ -354,6 +369,7 @@ impl Switch {
             );
         }
         self.apply_ops(ops);
+        Ok(())
     }
 
     fn delete_flows(

@@ -69,8 +69,10 @@ impl Switch {
                 R::TableFeatures(
                     (0..self.settings.n_tables)
                         .map(|t| {
-                            let max = self.tables[usize::from(t)].max_entries;
-                            features::table_features(t, self.settings.n_tables, max)
+                            let (max, name) = self.table_advert(t);
+                            let mut f = features::table_features(t, self.settings.n_tables, max);
+                            f.name = name;
+                            f
                         })
                         .collect(),
                 )
@@ -92,9 +94,11 @@ impl Switch {
                 experimenter: ofp::INSP_EXPERIMENTER,
                 ..
             } => return Err(OfpError::BadRequest(BadRequestCode::BadExpType)),
-            Q::Experimenter { .. } => {
-                return Err(OfpError::BadRequest(BadRequestCode::BadExperimenter))
-            }
+            Q::Experimenter {
+                experimenter,
+                exp_type,
+                data,
+            } => self.experimenter_multipart(*experimenter, *exp_type, data)?,
         })
     }
 
@@ -120,7 +124,10 @@ impl Switch {
     }
 
     /// Entries selected by a flow or aggregate stats request, with their table ids.
-    fn selected_flows(&self, req: &FlowStatsRequest) -> Result<Vec<(u8, &FlowEntry)>, OfpError> {
+    pub(crate) fn selected_flows(
+        &self,
+        req: &FlowStatsRequest,
+    ) -> Result<Vec<(u8, &FlowEntry)>, OfpError> {
         if req.table_id != ofp::OFPTT_ALL && req.table_id >= self.settings.n_tables {
             return Err(OfpError::BadRequest(BadRequestCode::BadTableId));
         }

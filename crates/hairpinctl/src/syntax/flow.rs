@@ -52,7 +52,16 @@ const FLAG_NAMES: &[(&str, FlowModFlags)] = &[
 ];
 
 /// Statistics that `dump-flows` prints and that are ignored when such a line is read back.
-const PRINTED_STATISTICS: &[&str] = &["duration", "n_packets", "n_bytes", "idle_age", "hard_age"];
+const PRINTED_STATISTICS: &[&str] = &[
+    "duration",
+    "n_packets",
+    "n_bytes",
+    "idle_age",
+    "hard_age",
+    "location",
+    "hw_packets",
+    "sw_packets",
+];
 
 impl FlowSpec {
     /// An empty flow with the defaults of `use_`.

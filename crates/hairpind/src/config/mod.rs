@@ -46,6 +46,62 @@ pub enum RxRing {
     Blocks,
 }
 
+/// Which hardware backend the offload planner programs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OffloadBackend {
+    /// The profile's tables emulated in front of the pipeline (`offload::model`).
+    #[default]
+    Model,
+    /// An XDP program on the ports holding the hardware tables in BPF maps, native where
+    /// the driver takes it.
+    Xdp,
+    /// The same in generic (SKB) mode on every port.
+    XdpGeneric,
+}
+
+/// Hardware offload: a profile (a shipped name or a file) and a backend, `PROFILE[:BACKEND]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OffloadSpec {
+    pub profile: String,
+    pub backend: OffloadBackend,
+}
+
+impl OffloadSpec {
+    fn parse(s: &str) -> Result<Self, String> {
+        let (profile, backend) = match s.rsplit_once(':') {
+            Some((p, "model")) => (p, OffloadBackend::Model),
+            Some((p, "xdp")) => (p, OffloadBackend::Xdp),
+            Some((p, "xdp-generic")) => (p, OffloadBackend::XdpGeneric),
+            _ => (s, OffloadBackend::Model),
+        };
+        if profile.is_empty() {
+            return Err(format!(
+                "`{s}`: offload is PROFILE[:model|:xdp|:xdp-generic]"
+            ));
+        }
+        Ok(OffloadSpec {
+            profile: profile.to_string(),
+            backend,
+        })
+    }
+}
+
+fn parse_offload(s: &str) -> Result<OffloadSpec, String> {
+    OffloadSpec::parse(s)
+}
+
+fn parse_placement(s: &str) -> Result<String, String> {
+    offload::placement::Mode::parse(s)
+        .map(|m| m.name().to_string())
+        .ok_or_else(|| format!("`{s}`: placement is algorithm1, dependent-set or cover-set"))
+}
+
+fn parse_promotion(s: &str) -> Result<String, String> {
+    offload::placement::Policy::parse(s)
+        .map(|p| p.name().to_string())
+        .ok_or_else(|| format!("`{s}`: promotion is fcfs, priority or traffic"))
+}
+
 /// `hairpind` command line.
 #[derive(Debug, Parser)]
 #[command(
@@ -98,6 +154,15 @@ pub struct Cli {
     /// Unix socket for management commands (hairpinctl; default /run/hairpin/hairpind.ctl).
     #[arg(long, value_name = "PATH")]
     pub control_socket: Option<PathBuf>,
+    /// Hardware offload: a profile (shipped name or file) and the backend, model or xdp.
+    #[arg(long, value_name = "PROFILE[:BACKEND]", value_parser = parse_offload)]
+    pub offload: Option<OffloadSpec>,
+    /// How placement keeps hardware a cache of software: algorithm1, dependent-set, cover-set.
+    #[arg(long, value_name = "MODE", value_parser = parse_placement)]
+    pub placement: Option<String>,
+    /// Which rules get hardware room: fcfs, priority, traffic.
+    #[arg(long, value_name = "POLICY", value_parser = parse_promotion)]
+    pub promotion: Option<String>,
 }
 
 /// The settings file, field by field as documented in docs/config.md.
@@ -125,6 +190,9 @@ struct FileSettings {
     bus: Option<controllet_host::BusSpec>,
     #[serde(default)]
     controllets: Vec<controllet_host::ControlletSpec>,
+    offload: Option<String>,
+    placement: Option<String>,
+    promotion: Option<String>,
 }
 
 /// A datapath id may be written as an integer or as a (hex) string, as operators copy it
@@ -159,6 +227,11 @@ pub struct Settings {
     pub control_socket: Option<PathBuf>,
     /// Controllets, the bus and where their files go (docs/controllets.md).
     pub controllets: controllet_host::HostConfig,
+    /// Hardware offload, when on.
+    pub offload: Option<OffloadSpec>,
+    /// Placement mode and promotion policy (names checked).
+    pub placement: String,
+    pub promotion: String,
 }
 
 /// A settings error that names where it is: the file, line and field, or the flag.
@@ -359,6 +432,9 @@ impl Settings {
             captures: BTreeMap::new(),
             control_socket: None,
             controllets: controllet_host::HostConfig::default(),
+            offload: None,
+            placement: "algorithm1".into(),
+            promotion: "fcfs".into(),
         };
         let text = match &cli.config {
             Some(path) => Some(std::fs::read_to_string(path).map_err(|e| ConfigError {
@@ -402,6 +478,15 @@ impl Settings {
         settings.captures.extend(cli.captures);
         if let Some(path) = cli.control_socket {
             settings.control_socket = Some(path);
+        }
+        if let Some(spec) = cli.offload {
+            settings.offload = Some(spec);
+        }
+        if let Some(mode) = cli.placement {
+            settings.placement = mode;
+        }
+        if let Some(policy) = cli.promotion {
+            settings.promotion = policy;
         }
         if settings.listen.is_empty() {
             settings
@@ -567,6 +652,15 @@ impl Settings {
         }
         if let Some(path) = file.control_socket {
             self.control_socket = Some(path);
+        }
+        if let Some(spec) = file.offload {
+            self.offload = Some(OffloadSpec::parse(&spec).map_err(|m| at("offload", m))?);
+        }
+        if let Some(mode) = file.placement {
+            self.placement = parse_placement(&mode).map_err(|m| at("placement", m))?;
+        }
+        if let Some(policy) = file.promotion {
+            self.promotion = parse_promotion(&policy).map_err(|m| at("promotion", m))?;
         }
         for (number, file) in file.pcap {
             let field = format!("pcap.{number}");

@@ -10,6 +10,7 @@
 //! [`Registry`] at start-up; a handler runs on the socket's task and must not block for long.
 
 pub mod controllets;
+pub mod offload;
 pub mod ports;
 mod protocol;
 pub mod templates;

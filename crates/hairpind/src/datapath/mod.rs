@@ -12,9 +12,11 @@
 //! - [`sink`]: where the pipeline's outputs and packet-ins go;
 //! - [`packet_out`]: the agent's queue of packet-outs;
 //! - [`timers`]: the InSP timer triggers' schedule;
-//! - [`doorbell`]: the eventfd that wakes sleeping threads.
+//! - [`doorbell`]: the eventfd that wakes sleeping threads;
+//! - [`hardware`]: the `model` offload backend's hardware stage before the pipeline.
 
 pub mod doorbell;
+pub mod hardware;
 pub mod packet_out;
 pub mod ports;
 mod sink;
@@ -58,6 +60,8 @@ pub struct ThreadContext {
     pub standalone: bool,
     /// Never sleep: poll the ports even when idle (`--busy-poll`).
     pub busy_poll: bool,
+    /// Emulated hardware tables in front of the pipeline (`--offload PROFILE:model`).
+    pub hardware: Option<hardware::HardwareStage>,
     pub stop: Arc<AtomicBool>,
 }
 
@@ -90,6 +94,8 @@ pub fn run(mut ctx: ThreadContext) {
             };
             if legacy {
                 ctx.reader.process_normal(now, &mut batch, &mut sink);
+            } else if let Some(hw) = &mut ctx.hardware {
+                hw.process(now, &mut ctx.reader, &mut batch, &mut sink);
             } else {
                 ctx.reader.process(now, &mut batch, &mut sink);
             }

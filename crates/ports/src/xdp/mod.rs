@@ -38,6 +38,7 @@
 //! caller falls back to AF_PACKET, see [`open_port`]).
 
 mod fallback;
+pub mod offload;
 mod options;
 mod program;
 mod umem;

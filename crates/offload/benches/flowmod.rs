@@ -1,0 +1,171 @@
+//! Placement cost: 100K flow-mods (`ip,nw_dst=10.x.y.z/32,actions=output:N`, priority 100)
+//! into one table, in process (decode, validation, tables, the datapath's incremental update,
+//! a publish every 1,000), with hardware offload off and on (hp-3500yl-of10: the first 1526
+//! rules go to hardware, the rest wait in software). Runs alternate off/on so both see the
+//! same machine; prints each run, the medians and their ratio. Target: on within 2x of off.
+//!
+//! `cargo bench -p offload --bench flowmod` (HAIRPIN_BENCH_QUICK=1: 10K flow-mods, 1 run).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use dataplane::datapath::DatapathConfig;
+use offload::placement::{Mode, Planner, Policy};
+use offload::profile::Profile;
+use offload::sink::{Offload, OffloadSink};
+use ofp::{
+    Action, FlowMod, FlowModCommand, FlowModFlags, Instruction, Match, Message, OxmField, OxmValue,
+    OFPG_ANY, OFPP_ANY, OFP_NO_BUFFER,
+};
+use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+
+struct Discard;
+
+impl PacketOutQueue for Discard {
+    fn submit(&mut self, _job: PacketOutJob) {}
+}
+
+fn flow_mod(i: u32) -> Vec<u8> {
+    let fm = FlowMod {
+        cookie: u64::from(i),
+        cookie_mask: 0,
+        table_id: 0,
+        command: FlowModCommand::Add,
+        idle_timeout: 0,
+        hard_timeout: 0,
+        priority: 100,
+        buffer_id: OFP_NO_BUFFER,
+        out_port: OFPP_ANY,
+        out_group: OFPG_ANY,
+        flags: FlowModFlags::default(),
+        match_: Match {
+            fields: vec![
+                OxmField::exact(OxmValue::EthType(0x0800)),
+                OxmField::exact(OxmValue::Ipv4Dst(0x0a00_0000 | i)),
+            ],
+        },
+        instructions: vec![Instruction::ApplyActions(vec![Action::Output {
+            port: i % 8 + 1,
+            max_len: 0,
+        }])],
+    };
+    ofp::encode_to_vec(i, &Message::FlowMod(fm))
+}
+
+/// One ingest; returns (wall seconds, CPU seconds) and the rules placed in hardware.
+fn ingest(wire: &[Vec<u8>], offload: Option<Mode>) -> (f64, f64, usize) {
+    let (writer, readers) = dataplane::datapath::new(DatapathConfig::default());
+    let _reader = readers.reader();
+    let shared = Arc::clone(writer.shared());
+    let mut hw = None;
+    let sink: Box<dyn dataplane::model::OpSink> = match offload {
+        Some(mode) => {
+            let profile = Profile::builtin("hp-3500yl-of10")
+                .expect("shipped")
+                .expect("parses");
+            let o = Offload::new(Planner::new(Arc::new(profile), mode, Policy::Fcfs));
+            hw = Some(Arc::clone(&o));
+            Box::new(OffloadSink::new(Box::new(writer), o))
+        }
+        None => Box::new(writer),
+    };
+    let mut switch = Switch::new(
+        SwitchSettings {
+            datapath_id: 1,
+            n_tables: 254,
+            n_buffers: 256,
+        },
+        sink,
+        shared,
+        Box::new(Discard),
+    );
+    let start = Instant::now();
+    let cpu_start = cpu_seconds();
+    for (i, bytes) in wire.iter().enumerate() {
+        let Ok((_, Message::FlowMod(fm))) = ofp::decode(bytes) else {
+            panic!("flow-mod {i} does not decode");
+        };
+        switch.flow_mod(fm, 0).expect("valid flow-mod");
+        if (i + 1) % 1_000 == 0 {
+            switch.publish();
+        }
+    }
+    switch.publish();
+    let wall = start.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu_start;
+    assert_eq!(switch.flow_count(), wire.len());
+    let placed = hw.map_or(0, |o| o.state().planner.entries_in(0));
+    (wall, cpu, placed)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let quick = std::env::var_os("HAIRPIN_BENCH_QUICK").is_some();
+    let (n, runs) = if quick {
+        (10_000u32, 1)
+    } else {
+        (100_000u32, 5)
+    };
+    let wire: Vec<Vec<u8>> = (0..n).map(flow_mod).collect();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "{n} flow-mods into one table, {runs} runs each; loadavg {}",
+        load.trim()
+    );
+    for mode in [Mode::Algorithm1, Mode::CoverSet] {
+        let (mut off_cpu, mut on_cpu, mut off_wall, mut on_wall) = (vec![], vec![], vec![], vec![]);
+        for run in 0..runs {
+            let (w0, c0, _) = ingest(&wire, None);
+            let (w1, c1, placed) = ingest(&wire, Some(mode));
+            assert_eq!(placed, 1526.min(n as usize), "the hardware table fills");
+            println!(
+                "  run {run}: off {:.3} s wall {:.3} s CPU | on ({}) {:.3} s wall {:.3} s CPU",
+                w0,
+                c0,
+                mode.name(),
+                w1,
+                c1
+            );
+            off_wall.push(w0);
+            off_cpu.push(c0);
+            on_wall.push(w1);
+            on_cpu.push(c1);
+        }
+        let (ow, oc, nw, nc) = (
+            median(off_wall),
+            median(off_cpu),
+            median(on_wall),
+            median(on_cpu),
+        );
+        println!(
+            "placement {}: off {:.0} flow-mods/s ({:.2} us CPU each), on {:.0} flow-mods/s \
+             ({:.2} us CPU each); on/off CPU {:.2}x, wall {:.2}x (median of {runs})",
+            mode.name(),
+            f64::from(n) / ow,
+            oc * 1e6 / f64::from(n),
+            f64::from(n) / nw,
+            nc * 1e6 / f64::from(n),
+            nc / oc,
+            nw / ow
+        );
+    }
+}
+
+/// User + system CPU time of this process (from /proc/self/stat, in clock ticks of 10 ms).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
