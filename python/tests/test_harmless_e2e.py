@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from hairpin.testing.legacy import LegacySwitch, legacy_switch
 from hairpin.testing.manager import (
     CLI,
     all_pairs,
@@ -26,7 +27,6 @@ from hairpin.testing.manager import (
     wait_until,
     write_config,
 )
-from hairpin.testing.legacy import LegacySwitch, legacy_switch
 from hairpin.testing.netns import namespace, unique_prefix
 
 

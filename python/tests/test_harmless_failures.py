@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hairpin.testing.legacy import LegacySwitch, legacy_switch
 from hairpin.testing.manager import (
     SWITCH_PORT,
     all_pairs,
@@ -21,7 +22,6 @@ from hairpin.testing.manager import (
     pings,
     write_config,
 )
-from hairpin.testing.legacy import LegacySwitch, legacy_switch
 from hairpin.testing.netns import Namespace, link, namespace, unique_prefix
 from hairpin.testing.topology import background, wait_until
 
