@@ -84,6 +84,7 @@ def test_a_link_event_at_one_switch_changes_flows_at_the_other() -> None:
 
         assert wait_until(moved, 10, 0.1), (two.flows(), two.logs("frr"))
         assert "peer port 2 up=false: traffic on port 3" in "\n".join(two.logs("frr"))
-        assert ns["h1"].ping("10.0.0.2", count=3), (one.flows(), two.flows(), one.logs("frr"), two.logs("frr"))
+        logs = (one.logs("frr"), two.logs("frr"))
+        assert ns["h1"].ping("10.0.0.2", count=3), (one.flows(), two.flows(), logs)
         status = two.call("bus/status")
         assert status["connected"], status  # type: ignore[index]
