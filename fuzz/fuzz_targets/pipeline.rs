@@ -27,7 +27,7 @@ impl PacketSink for Discard {
 }
 
 fn flow(w: &mut DatapathWriter, table: u8, id: u64, priority: u16, m: FlowMatch, ins: Vec<Instruction>) {
-    w.apply(Op::InsertFlow { table, id: FlowId(id), priority, match_: m, instructions: ins.into(), counters: FlowCounters::new() });
+    w.apply(Op::InsertFlow { table, id: FlowId(id), priority, cookie: id, match_: m, instructions: ins.into(), counters: FlowCounters::new() });
 }
 
 fn set(f: Field, v: u128) -> Action {

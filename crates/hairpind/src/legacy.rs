@@ -15,7 +15,6 @@ use ofp::{Port, PortConfig, PortState, PortStatus};
 use serde_json::{json, Value};
 
 use crate::config::{LegacyPort, TrunkVlan};
-use crate::links::speed_feature;
 use crate::portmap::{LogicalPort, PortMap};
 
 /// What the legacy switch says of one of its ports.
@@ -89,7 +88,7 @@ fn describe(
         .clone()
         .unwrap_or_else(|| format!("{}.{}", legacy.trunk, legacy.vlan));
     let (features, kbps) = match speed {
-        Some(mbps) => (speed_feature(mbps), mbps.saturating_mul(1000)),
+        Some(mbps) => (ofp::speed_feature(mbps), mbps.saturating_mul(1000)),
         None => (0, 0),
     };
     Port {

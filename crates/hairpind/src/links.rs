@@ -30,26 +30,12 @@ fn fanout_group(interface: usize) -> u16 {
         .wrapping_add(interface as u16)
 }
 
-/// `ofp_port_features` bit for a full-duplex link speed, where OpenFlow names one.
-pub fn speed_feature(mbps: u32) -> u32 {
-    match mbps {
-        10 => ofp::OFPPF_10MB_FD,
-        100 => ofp::OFPPF_100MB_FD,
-        1_000 => ofp::OFPPF_1GB_FD,
-        10_000 => ofp::OFPPF_10GB_FD,
-        40_000 => ofp::OFPPF_40GB_FD,
-        100_000 => ofp::OFPPF_100GB_FD,
-        1_000_000 => ofp::OFPPF_1TB_FD,
-        _ => ofp::OFPPF_OTHER,
-    }
-}
-
 /// The OpenFlow description of interface `ifname` as port `port_no`.
 pub fn describe(port_no: u32, ifname: &str) -> io::Result<Port> {
     let info = link_info(ifname).map_err(|e| io::Error::new(e.kind(), format!("{ifname}: {e}")))?;
     let (features, kbps) = match info.speed_mbps {
         Some(mbps) => (
-            speed_feature(mbps) | ofp::OFPPF_COPPER,
+            ofp::speed_feature(mbps) | ofp::OFPPF_COPPER,
             mbps.saturating_mul(1000),
         ),
         None => (0, 0),

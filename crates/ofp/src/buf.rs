@@ -167,3 +167,11 @@ pub(crate) fn put_name(out: &mut Vec<u8>, s: &str, size: usize) {
     out.extend_from_slice(s.as_bytes());
     out.put_zeros(size - s.len());
 }
+
+/// Writes an `ofp_header` of version 4.
+pub(crate) fn emit_header(out: &mut Vec<u8>, msg_type: u8, len: usize, xid: u32) {
+    out.put_u8(crate::consts::OFP_VERSION);
+    out.put_u8(msg_type);
+    out.put_u16(wire_len(len));
+    out.put_u32(xid);
+}

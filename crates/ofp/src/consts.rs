@@ -1,5 +1,10 @@
 //! Reserved numbers of OpenFlow 1.3.5 (ports, groups, tables, buffers, capabilities, flags).
 
+/// OpenFlow 1.3 wire version.
+pub const OFP_VERSION: u8 = 4;
+/// Length of `ofp_header`.
+pub const OFP_HEADER_LEN: usize = 8;
+
 /// Message type numbers (`OFPT_*`).
 pub mod msg_type {
     pub const HELLO: u8 = 0;

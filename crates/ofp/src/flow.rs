@@ -227,7 +227,7 @@ impl PacketIn {
     /// frame copied once, straight from where the caller holds it (a datapath's batch).
     pub fn encode_with_data(&self, xid: u32, data: &[u8], out: &mut Vec<u8>) {
         let start = out.len();
-        crate::message::emit_header(out, crate::consts::msg_type::PACKET_IN, 0, xid);
+        crate::buf::emit_header(out, crate::consts::msg_type::PACKET_IN, 0, xid);
         self.emit_with(data, out);
         let len = wire_len(out.len() - start);
         out.patch_u16(start + 2, len);

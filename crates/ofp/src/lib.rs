@@ -53,9 +53,7 @@ pub use flow::{FlowMod, FlowModCommand, FlowModFlags, FlowRemoved, PacketIn, Pac
 pub use group::{Bucket, GroupMod, GroupModCommand, GroupType};
 pub use insp::*;
 pub use instruction::{emit_instructions, instruction_type, parse_instructions, Instruction};
-pub use message::{
-    decode, encode, encode_to_vec, peek_message_len, Header, Message, OFP_HEADER_LEN, OFP_VERSION,
-};
+pub use message::{decode, encode, encode_to_vec, peek_message_len, Header, Message};
 pub use meter::{band_type, MeterBand, MeterFlags, MeterMod, MeterModCommand};
 pub use multipart::*;
 pub use oxm::*;

@@ -1,7 +1,8 @@
 //! The OpenFlow header, the [`Message`] enum and the top-level decode/encode.
 
-use crate::buf::{wire_len, Put, Reader};
+use crate::buf::{emit_header, wire_len, Put, Reader};
 use crate::consts::msg_type as t;
+use crate::consts::{OFP_HEADER_LEN, OFP_VERSION};
 use crate::error::{BadRequestCode, DecodeError, OfpError};
 use crate::flow::{FlowMod, FlowRemoved, PacketIn, PacketOut};
 use crate::group::GroupMod;
@@ -14,11 +15,6 @@ use crate::multipart::{MultipartReply, MultipartRequest};
 use crate::port::{PortMod, PortStatus, TableMod};
 use crate::queue::QueueGetConfigReply;
 use crate::switch::*;
-
-/// OpenFlow 1.3 wire version.
-pub const OFP_VERSION: u8 = 4;
-/// Length of `ofp_header`.
-pub const OFP_HEADER_LEN: usize = 8;
 
 /// `ofp_header`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -235,14 +231,6 @@ fn parse_experimenter(r: &mut Reader<'_>) -> Result<Message, OfpError> {
         exp_type,
         data: r.rest().to_vec(),
     }))
-}
-
-/// Writes an `ofp_header` of version 4.
-pub(crate) fn emit_header(out: &mut Vec<u8>, msg_type: u8, len: usize, xid: u32) {
-    out.put_u8(OFP_VERSION);
-    out.put_u8(msg_type);
-    out.put_u16(wire_len(len));
-    out.put_u32(xid);
 }
 
 /// Length of the next complete message in `buf` if it holds at least a header (reads

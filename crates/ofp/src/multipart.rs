@@ -373,7 +373,7 @@ pub fn encode_multipart_reply_split(xid: u32, body: &MultipartReplyBody, out: &m
             0
         };
         let mut msg = Vec::with_capacity(MULTIPART_HEADER_LEN + chunk.len());
-        crate::message::emit_header(
+        crate::buf::emit_header(
             &mut msg,
             crate::consts::msg_type::MULTIPART_REPLY,
             MULTIPART_HEADER_LEN + chunk.len(),

@@ -1,7 +1,10 @@
 //! Ports: `ofp_port`, PORT_STATUS, PORT_MOD.
 
 use crate::buf::{parse_name, put_name, Put, Reader};
-use crate::consts::{OFPPF_ALL, OFPTC_DEPRECATED_MASK};
+use crate::consts::{
+    OFPPF_100GB_FD, OFPPF_100MB_FD, OFPPF_10GB_FD, OFPPF_10MB_FD, OFPPF_1GB_FD, OFPPF_1TB_FD,
+    OFPPF_40GB_FD, OFPPF_ALL, OFPPF_OTHER, OFPTC_DEPRECATED_MASK,
+};
 use crate::error::{OfpError, PortModFailedCode, TableModFailedCode};
 
 /// Length of a port name field.
@@ -192,5 +195,19 @@ impl TableMod {
             return Err(OfpError::TableModFailed(TableModFailedCode::BadConfig));
         }
         Ok(TableMod { table_id, config })
+    }
+}
+
+/// `ofp_port_features` bit for a full-duplex link speed, where OpenFlow names one.
+pub fn speed_feature(mbps: u32) -> u32 {
+    match mbps {
+        10 => OFPPF_10MB_FD,
+        100 => OFPPF_100MB_FD,
+        1_000 => OFPPF_1GB_FD,
+        10_000 => OFPPF_10GB_FD,
+        40_000 => OFPPF_40GB_FD,
+        100_000 => OFPPF_100GB_FD,
+        1_000_000 => OFPPF_1TB_FD,
+        _ => OFPPF_OTHER,
     }
 }
