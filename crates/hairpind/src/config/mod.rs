@@ -11,6 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use agent::target::{ControllerTarget, ListenTarget};
+use agent::tls::TlsFiles;
 use clap::Parser;
 use serde::Deserialize;
 
@@ -116,13 +117,22 @@ pub struct Cli {
     /// Datapath id, decimal or 0x-prefixed hex.
     #[arg(long, value_name = "ID", value_parser = parse_datapath_id)]
     pub datapath_id: Option<u64>,
-    /// Passive OpenFlow listener: ptcp:PORT[:IP] or punix:PATH (repeatable; without any,
-    /// punix:/run/hairpin/hairpind.sock).
+    /// Passive OpenFlow listener: ptcp:PORT[:IP], pssl:PORT[:IP] or punix:PATH (repeatable;
+    /// without any, punix:/run/hairpin/hairpind.sock).
     #[arg(long = "listen", value_name = "TARGET")]
     pub listen: Vec<ListenTarget>,
-    /// Controller to connect to: tcp:IP:PORT or unix:PATH (repeatable).
+    /// Controller to connect to: tcp:IP:PORT, ssl:IP:PORT or unix:PATH (repeatable).
     #[arg(long = "controller", value_name = "TARGET")]
     pub controllers: Vec<ControllerTarget>,
+    /// PEM private key of the switch, for ssl: and pssl: targets.
+    #[arg(long, value_name = "FILE")]
+    pub private_key: Option<PathBuf>,
+    /// PEM certificate of the switch (signed by the CA), for ssl: and pssl: targets.
+    #[arg(long, value_name = "FILE")]
+    pub certificate: Option<PathBuf>,
+    /// PEM certificate of the CA that signs every peer's certificate, for ssl: and pssl:.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
     /// OpenFlow port number bound to a Linux interface, N=IFNAME[:xdp], or to a legacy
     /// switch's access port as one VLAN of a trunk, N=TRUNK:VID[:NAME] (VID `native` for
     /// untagged frames) (repeatable).
@@ -174,6 +184,9 @@ struct FileSettings {
     listen: Vec<String>,
     #[serde(default)]
     controllers: Vec<String>,
+    private_key: Option<PathBuf>,
+    certificate: Option<PathBuf>,
+    ca_cert: Option<PathBuf>,
     #[serde(default)]
     ports: BTreeMap<String, PortValue>,
     #[serde(default)]
@@ -210,6 +223,8 @@ pub struct Settings {
     pub datapath_id: u64,
     pub listen: Vec<ListenTarget>,
     pub controllers: Vec<ControllerTarget>,
+    /// The TLS identity and CA, when an `ssl:` or `pssl:` target needs them.
+    pub tls: Option<TlsFiles>,
     pub ports: BTreeMap<u32, PortBinding>,
     /// Trunks by name: the interfaces whose VLANs are legacy ports.
     pub trunks: BTreeMap<String, Interface>,
@@ -415,6 +430,52 @@ fn flag_error(field: &str, message: impl Into<String>) -> ConfigError {
     }
 }
 
+/// The TLS files as given, each perhaps missing.
+#[derive(Default)]
+struct TlsPaths {
+    private_key: Option<PathBuf>,
+    certificate: Option<PathBuf>,
+    ca_cert: Option<PathBuf>,
+}
+
+impl TlsPaths {
+    /// The files, when a TLS target needs them: a missing one is an error naming its field
+    /// and the target that needs it.
+    fn resolve(
+        self,
+        settings: &Settings,
+        origins: &Origins<'_>,
+    ) -> Result<Option<TlsFiles>, ConfigError> {
+        let listen = settings
+            .listen
+            .iter()
+            .find(|t| t.is_tls())
+            .map(|t| t.to_string());
+        let controller = settings.controllers.iter().find(|t| t.is_tls());
+        let Some(needed_by) = listen.or_else(|| controller.map(|t| t.to_string())) else {
+            return Ok(None);
+        };
+        let need = |path: Option<PathBuf>, field: &str, what: &str| {
+            path.ok_or_else(|| {
+                let flag = field.replace('_', "-");
+                origins.error(
+                    field,
+                    format!("`{needed_by}` needs {what} (--{flag}, or {field} in the file)"),
+                )
+            })
+        };
+        Ok(Some(TlsFiles {
+            private_key: need(self.private_key, "private_key", "the switch's private key")?,
+            certificate: need(self.certificate, "certificate", "the switch's certificate")?,
+            ca_cert: need(
+                self.ca_cert,
+                "ca_cert",
+                "the CA certificate peers are checked against",
+            )?,
+        }))
+    }
+}
+
 impl Settings {
     /// Merges the file named by `--config` (if any) with the flags and validates the result.
     pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
@@ -422,6 +483,7 @@ impl Settings {
             datapath_id: 1,
             listen: Vec::new(),
             controllers: Vec::new(),
+            tls: None,
             ports: BTreeMap::new(),
             trunks: BTreeMap::new(),
             fail_mode: FailMode::Secure,
@@ -446,10 +508,14 @@ impl Settings {
             None => None,
         };
         let mut origins = Origins::default();
+        let mut tls = TlsPaths::default();
         if let (Some(path), Some(text)) = (&cli.config, &text) {
             origins.file = Some((path, text));
-            settings.merge_file(path, text, &mut origins)?;
+            tls = settings.merge_file(path, text, &mut origins)?;
         }
+        tls.private_key = cli.private_key.or(tls.private_key);
+        tls.certificate = cli.certificate.or(tls.certificate);
+        tls.ca_cert = cli.ca_cert.or(tls.ca_cert);
         if let Some(id) = cli.datapath_id {
             settings.datapath_id = id;
         }
@@ -493,6 +559,7 @@ impl Settings {
                 .listen
                 .push(ListenTarget::Unix(PathBuf::from(DEFAULT_MGMT_SOCKET)));
         }
+        settings.tls = tls.resolve(&settings, &origins)?;
         settings.check(&origins)?;
         Ok(settings)
     }
@@ -579,12 +646,13 @@ impl Settings {
         })
     }
 
+    /// Merges the file's settings; returns its TLS paths, for the flags to override.
     fn merge_file(
         &mut self,
         path: &Path,
         text: &str,
         origins: &mut Origins<'_>,
-    ) -> Result<(), ConfigError> {
+    ) -> Result<TlsPaths, ConfigError> {
         let file = parse_file_text(path, text)?;
         let at = |field: &str, message: String| {
             let keys: Vec<&str> = field.split('.').collect();
@@ -703,7 +771,11 @@ impl Settings {
             bus: file.bus,
             controllets: file.controllets,
         };
-        Ok(())
+        Ok(TlsPaths {
+            private_key: file.private_key,
+            certificate: file.certificate,
+            ca_cert: file.ca_cert,
+        })
     }
 
     fn add_trunk(
@@ -781,6 +853,40 @@ mod tests {
         assert!(!s.busy_poll);
         assert!(settings_from("busy_poll = true\n", &[]).unwrap().busy_poll);
         assert!(settings_from("", &["--busy-poll"]).unwrap().busy_poll);
+    }
+
+    #[test]
+    fn tls_targets_need_key_certificate_and_ca_from_file_or_flags() {
+        let err = settings_from("listen = [\"pssl:6654\"]\n", &[]).unwrap_err();
+        assert_eq!(err.field, "private_key");
+        assert!(err.to_string().contains("pssl:6654"), "{err}");
+        let err = settings_from(
+            "private_key = \"k.pem\"\ncertificate = \"c.pem\"\n",
+            &["--controller", "ssl:127.0.0.1:6653"],
+        )
+        .unwrap_err();
+        assert_eq!(err.field, "ca_cert");
+        assert!(err.to_string().contains("--ca-cert"), "{err}");
+        let s = settings_from(
+            "private_key = \"k.pem\"\ncertificate = \"c.pem\"\nca_cert = \"file-ca.pem\"\n",
+            &[
+                "--listen",
+                "pssl:6654:127.0.0.1",
+                "--ca-cert",
+                "flag-ca.pem",
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            s.tls,
+            Some(TlsFiles {
+                private_key: "k.pem".into(),
+                certificate: "c.pem".into(),
+                ca_cert: "flag-ca.pem".into(),
+            })
+        );
+        let plain = settings_from("private_key = \"k.pem\"\n", &["--listen", "ptcp:6654"]);
+        assert_eq!(plain.unwrap().tls, None, "no TLS target, no TLS");
     }
 
     #[test]
