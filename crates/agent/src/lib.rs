@@ -9,6 +9,7 @@
 //! thread, for packet-ins), so a packet-in costs the agent no wake-up.
 
 mod connection;
+pub mod limit;
 pub mod outbox;
 pub mod roles;
 pub mod session;
@@ -46,6 +47,8 @@ pub struct AgentConfig {
     pub housekeeping_interval: Duration,
     /// The identity and CA of `ssl:` and `pssl:` targets; such a target fails without it.
     pub tls: Option<Arc<TlsContext>>,
+    /// Packet-ins each connection receives at most (none: no limit).
+    pub packet_in_limit: Option<limit::PacketInLimit>,
 }
 
 impl Default for AgentConfig {
@@ -56,6 +59,7 @@ impl Default for AgentConfig {
             backoff_max: Duration::from_secs(8),
             housekeeping_interval: Duration::from_millis(100),
             tls: None,
+            packet_in_limit: None,
         }
     }
 }
@@ -217,6 +221,19 @@ impl Channels {
     }
 }
 
+/// One connection's counters (`hairpinctl call controllers/list`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionStats {
+    pub id: roles::ConnId,
+    /// A configured controller (`--controller`), else a client of a listener.
+    pub controller: bool,
+    pub role: ofp::ControllerRole,
+    /// Packet-ins dropped by the packet-in limit.
+    pub packet_ins_limited: u64,
+    /// Asynchronous messages dropped because the peer did not read them fast enough.
+    pub async_dropped: u64,
+}
+
 /// The agent; clone it into every task that serves connections.
 #[derive(Clone)]
 pub struct Agent {
@@ -250,6 +267,21 @@ impl Agent {
     /// Runs `f` on the switch under the agent's lock.
     pub fn with_switch<R>(&self, f: impl FnOnce(&mut Switch) -> R) -> R {
         f(&mut self.shared.lock().switch)
+    }
+
+    /// Every open connection as the operator sees it, by connection id.
+    pub fn connection_stats(&self) -> Vec<ConnectionStats> {
+        let connections = self.shared.connections().clone();
+        connections
+            .iter()
+            .map(|c| ConnectionStats {
+                id: c.outbox.conn,
+                controller: c.active,
+                role: c.outbox.role(),
+                packet_ins_limited: c.outbox.limited(),
+                async_dropped: c.outbox.dropped(),
+            })
+            .collect()
     }
 
     /// Configured controllers currently connected (handshake done).

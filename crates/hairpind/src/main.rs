@@ -89,6 +89,7 @@ fn run(
         switch,
         AgentConfig {
             tls,
+            packet_in_limit: settings.packet_in_limit,
             ..AgentConfig::default()
         },
     );
@@ -157,6 +158,7 @@ fn run(
         .collect();
     let mut registry = control::Registry::new();
     control::templates::register(&mut registry, agent.clone());
+    control::controllers::register(&mut registry, &agent);
     control::ports::register(&mut registry, &agent, &legacy);
     control::timers::register(&mut registry, timers);
     if let Some(hw) = &offload {

@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use agent::limit::PacketInLimit;
 use agent::target::{ControllerTarget, ListenTarget};
 use agent::tls::TlsFiles;
 use clap::Parser;
@@ -133,6 +134,14 @@ pub struct Cli {
     /// PEM certificate of the CA that signs every peer's certificate, for ssl: and pssl:.
     #[arg(long, value_name = "FILE")]
     pub ca_cert: Option<PathBuf>,
+    /// Packet-ins a second each controller connection receives at most; the rest are dropped
+    /// and counted (`hairpinctl call controllers/list`). Off by default.
+    #[arg(long, value_name = "PER_SECOND")]
+    pub controller_rate_limit: Option<u32>,
+    /// Packet-ins a controller may receive at once within the rate limit (default: a quarter
+    /// of the rate, 25 at least).
+    #[arg(long, value_name = "PACKETS")]
+    pub controller_burst_limit: Option<u32>,
     /// OpenFlow port number bound to a Linux interface, N=IFNAME[:xdp], or to a legacy
     /// switch's access port as one VLAN of a trunk, N=TRUNK:VID[:NAME] (VID `native` for
     /// untagged frames) (repeatable).
@@ -187,6 +196,8 @@ struct FileSettings {
     private_key: Option<PathBuf>,
     certificate: Option<PathBuf>,
     ca_cert: Option<PathBuf>,
+    controller_rate_limit: Option<u32>,
+    controller_burst_limit: Option<u32>,
     #[serde(default)]
     ports: BTreeMap<String, PortValue>,
     #[serde(default)]
@@ -225,6 +236,8 @@ pub struct Settings {
     pub controllers: Vec<ControllerTarget>,
     /// The TLS identity and CA, when an `ssl:` or `pssl:` target needs them.
     pub tls: Option<TlsFiles>,
+    /// Packet-ins each connection receives at most, when limited.
+    pub packet_in_limit: Option<PacketInLimit>,
     pub ports: BTreeMap<u32, PortBinding>,
     /// Trunks by name: the interfaces whose VLANs are legacy ports.
     pub trunks: BTreeMap<String, Interface>,
@@ -430,6 +443,34 @@ fn flag_error(field: &str, message: impl Into<String>) -> ConfigError {
     }
 }
 
+/// The packet-in limit from its rate and burst, as Open vSwitch takes them.
+fn packet_in_limit(
+    rate: Option<u32>,
+    burst: Option<u32>,
+    origins: &Origins<'_>,
+) -> Result<Option<PacketInLimit>, ConfigError> {
+    let Some(rate) = rate else {
+        return match burst {
+            Some(_) => Err(origins.error(
+                "controller_burst_limit",
+                "a burst limit needs a rate limit (controller_rate_limit)".into(),
+            )),
+            None => Ok(None),
+        };
+    };
+    if rate == 0 {
+        return Err(origins.error(
+            "controller_rate_limit",
+            "must be at least 1 packet-in a second (leave it out for no limit)".into(),
+        ));
+    }
+    let burst = burst.unwrap_or(PacketInLimit::default_burst(rate));
+    if burst == 0 {
+        return Err(origins.error("controller_burst_limit", "must be at least 1".into()));
+    }
+    Ok(Some(PacketInLimit { rate, burst }))
+}
+
 /// The TLS files as given, each perhaps missing.
 #[derive(Default)]
 struct TlsPaths {
@@ -484,6 +525,7 @@ impl Settings {
             listen: Vec::new(),
             controllers: Vec::new(),
             tls: None,
+            packet_in_limit: None,
             ports: BTreeMap::new(),
             trunks: BTreeMap::new(),
             fail_mode: FailMode::Secure,
@@ -509,10 +551,14 @@ impl Settings {
         };
         let mut origins = Origins::default();
         let mut tls = TlsPaths::default();
+        let mut limit = (None, None);
         if let (Some(path), Some(text)) = (&cli.config, &text) {
             origins.file = Some((path, text));
-            tls = settings.merge_file(path, text, &mut origins)?;
+            (tls, limit) = settings.merge_file(path, text, &mut origins)?;
         }
+        let rate = cli.controller_rate_limit.or(limit.0);
+        let burst = cli.controller_burst_limit.or(limit.1);
+        settings.packet_in_limit = packet_in_limit(rate, burst, &origins)?;
         tls.private_key = cli.private_key.or(tls.private_key);
         tls.certificate = cli.certificate.or(tls.certificate);
         tls.ca_cert = cli.ca_cert.or(tls.ca_cert);
@@ -652,7 +698,7 @@ impl Settings {
         path: &Path,
         text: &str,
         origins: &mut Origins<'_>,
-    ) -> Result<TlsPaths, ConfigError> {
+    ) -> Result<(TlsPaths, (Option<u32>, Option<u32>)), ConfigError> {
         let file = parse_file_text(path, text)?;
         let at = |field: &str, message: String| {
             let keys: Vec<&str> = field.split('.').collect();
@@ -771,11 +817,21 @@ impl Settings {
             bus: file.bus,
             controllets: file.controllets,
         };
-        Ok(TlsPaths {
+        if file.controller_rate_limit.is_some() {
+            origins.from_file.insert("controller_rate_limit".into());
+        }
+        if file.controller_burst_limit.is_some() {
+            origins.from_file.insert("controller_burst_limit".into());
+        }
+        let tls = TlsPaths {
             private_key: file.private_key,
             certificate: file.certificate,
             ca_cert: file.ca_cert,
-        })
+        };
+        Ok((
+            tls,
+            (file.controller_rate_limit, file.controller_burst_limit),
+        ))
     }
 
     fn add_trunk(
@@ -887,6 +943,32 @@ mod tests {
         );
         let plain = settings_from("private_key = \"k.pem\"\n", &["--listen", "ptcp:6654"]);
         assert_eq!(plain.unwrap().tls, None, "no TLS target, no TLS");
+    }
+
+    #[test]
+    fn packet_in_limits_from_file_and_flags() {
+        let s = settings_from("controller_rate_limit = 1000\n", &[]).unwrap();
+        assert_eq!(
+            s.packet_in_limit,
+            Some(PacketInLimit {
+                rate: 1000,
+                burst: 250
+            })
+        );
+        let s = settings_from(
+            "controller_rate_limit = 1000\n",
+            &["--controller-burst-limit", "10"],
+        )
+        .unwrap();
+        assert_eq!(s.packet_in_limit.map(|l| l.burst), Some(10));
+        assert_eq!(settings_from("", &[]).unwrap().packet_in_limit, None);
+        let err = settings_from("datapath_id = 1\ncontroller_rate_limit = 0\n", &[]).unwrap_err();
+        assert_eq!(
+            (err.field.as_str(), err.line),
+            ("controller_rate_limit", Some(2))
+        );
+        let err = settings_from("", &["--controller-burst-limit", "10"]).unwrap_err();
+        assert_eq!(err.field, "controller_burst_limit");
     }
 
     #[test]
