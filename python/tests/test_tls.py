@@ -75,11 +75,13 @@ def tls_args(pki: Pki) -> list[str]:
     ]
 
 
-def ofctl(identity: Identity, ca: Path, target: str, *command: str) -> subprocess.CompletedProcess:
+def ofctl(
+    identity: Identity, ca: Path, target: str, command: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """`ovs-ofctl COMMAND TARGET ARGS...` presenting `identity` and trusting `ca`."""
     tls = ["--private-key", str(identity.private_key), "--certificate", str(identity.certificate)]
     return subprocess.run(
-        ["ovs-ofctl", "-O", "OpenFlow13", *tls, "--ca-cert", str(ca), *command[:1], target]
-        + list(command[1:]),
+        ["ovs-ofctl", "-O", "OpenFlow13", *tls, "--ca-cert", str(ca), command, target, *args],
         capture_output=True,
         text=True,
         timeout=20,
@@ -125,7 +127,9 @@ def test_ovs_ofctl_over_ssl_and_every_bad_peer_refused(pki: Pki, tls_switch: Hai
     with tls_client(pki.controller, pki.ca.certificate, PSSL_PORT) as standing:
         standing.handshake()
         assert standing.datapath_id == 1
-        added = ofctl(pki.controller, pki.ca.certificate, target, "add-flow", "priority=7,actions=drop")
+        added = ofctl(
+            pki.controller, pki.ca.certificate, target, "add-flow", "priority=7,actions=drop"
+        )
         assert added.returncode == 0, added.stderr
         dumped = ofctl(pki.controller, pki.ca.certificate, target, "dump-flows")
         assert dumped.returncode == 0, dumped.stderr
@@ -173,7 +177,9 @@ def test_ovs_ofctl_over_ssl_and_every_bad_peer_refused(pki: Pki, tls_switch: Hai
         assert reason in log, f"the log does not say {reason}:\n{log}"
 
 
-def serve_tls_once(identity: Identity, ca: Path, port: int, outcome: dict[int, str]) -> socket.socket:
+def serve_tls_once(
+    identity: Identity, ca: Path, port: int, outcome: dict[int, str]
+) -> socket.socket:
     """Listens on `port` as a TLS controller presenting `identity` and records in `outcome`
     how the first handshake went."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
