@@ -471,6 +471,14 @@ fn packet_in_limit(
     Ok(Some(PacketInLimit { rate, burst }))
 }
 
+/// The file's TLS files and packet-in limits, before the flags override them.
+#[derive(Default)]
+struct ChannelSettings {
+    tls: TlsPaths,
+    rate_limit: Option<u32>,
+    burst_limit: Option<u32>,
+}
+
 /// The TLS files as given, each perhaps missing.
 #[derive(Default)]
 struct TlsPaths {
@@ -550,18 +558,19 @@ impl Settings {
             None => None,
         };
         let mut origins = Origins::default();
-        let mut tls = TlsPaths::default();
-        let mut limit = (None, None);
+        let mut channel = ChannelSettings::default();
         if let (Some(path), Some(text)) = (&cli.config, &text) {
             origins.file = Some((path, text));
-            (tls, limit) = settings.merge_file(path, text, &mut origins)?;
+            channel = settings.merge_file(path, text, &mut origins)?;
         }
-        let rate = cli.controller_rate_limit.or(limit.0);
-        let burst = cli.controller_burst_limit.or(limit.1);
+        let rate = cli.controller_rate_limit.or(channel.rate_limit);
+        let burst = cli.controller_burst_limit.or(channel.burst_limit);
         settings.packet_in_limit = packet_in_limit(rate, burst, &origins)?;
-        tls.private_key = cli.private_key.or(tls.private_key);
-        tls.certificate = cli.certificate.or(tls.certificate);
-        tls.ca_cert = cli.ca_cert.or(tls.ca_cert);
+        let tls = TlsPaths {
+            private_key: cli.private_key.or(channel.tls.private_key),
+            certificate: cli.certificate.or(channel.tls.certificate),
+            ca_cert: cli.ca_cert.or(channel.tls.ca_cert),
+        };
         if let Some(id) = cli.datapath_id {
             settings.datapath_id = id;
         }
@@ -692,13 +701,14 @@ impl Settings {
         })
     }
 
-    /// Merges the file's settings; returns its TLS paths, for the flags to override.
+    /// Merges the file's settings; returns those of the OpenFlow channels, which are checked
+    /// once the flags had their say.
     fn merge_file(
         &mut self,
         path: &Path,
         text: &str,
         origins: &mut Origins<'_>,
-    ) -> Result<(TlsPaths, (Option<u32>, Option<u32>)), ConfigError> {
+    ) -> Result<ChannelSettings, ConfigError> {
         let file = parse_file_text(path, text)?;
         let at = |field: &str, message: String| {
             let keys: Vec<&str> = field.split('.').collect();
@@ -823,15 +833,15 @@ impl Settings {
         if file.controller_burst_limit.is_some() {
             origins.from_file.insert("controller_burst_limit".into());
         }
-        let tls = TlsPaths {
-            private_key: file.private_key,
-            certificate: file.certificate,
-            ca_cert: file.ca_cert,
-        };
-        Ok((
-            tls,
-            (file.controller_rate_limit, file.controller_burst_limit),
-        ))
+        Ok(ChannelSettings {
+            tls: TlsPaths {
+                private_key: file.private_key,
+                certificate: file.certificate,
+                ca_cert: file.ca_cert,
+            },
+            rate_limit: file.controller_rate_limit,
+            burst_limit: file.controller_burst_limit,
+        })
     }
 
     fn add_trunk(
