@@ -291,7 +291,7 @@ impl Outbox {
         !self.lock().pending.is_empty()
     }
 
-    pub(crate) fn set_filter(&self, filter: Filter) {
+    pub fn set_filter(&self, filter: Filter) {
         self.lock().filter = filter;
     }
 
