@@ -25,6 +25,7 @@ from hairpin.testing.daemon import (
     OFPT_ECHO_REQUEST,
     HairpinDaemon,
     OfClient,
+    find_hairpind,
     running_hairpind,
     wait_for_tcp,
 )
@@ -287,3 +288,27 @@ def test_osken_controller_over_ssl_and_controllers_with_bad_certificates(
     assert f"ssl:127.0.0.1:{EXPIRED_PORT}: {refused}: certificate expired" in log, log
     assert not outcome[ROGUE_PORT].startswith("accepted"), outcome
     assert not outcome[EXPIRED_PORT].startswith("accepted"), outcome
+
+
+def test_unusable_tls_files_stop_the_daemon_naming_the_field(pki: Pki, tmp_path: Path) -> None:
+    good = {
+        "private_key": pki.switch.private_key,
+        "certificate": pki.switch.certificate,
+        "ca_cert": pki.ca.certificate,
+    }
+    bad = {
+        "ca_cert": tmp_path / "missing.pem",
+        # A key that does not go with the certificate.
+        "private_key": pki.ca.issue("other").private_key,
+        # A file with no certificate in it.
+        "certificate": pki.switch.private_key,
+    }
+    for field_name, path in bad.items():
+        files = {**good, field_name: path}
+        args = [str(find_hairpind()), "--listen", f"pssl:{PSSL_PORT}:127.0.0.1"]
+        args += ["--control-socket", str(tmp_path / "ctl")]
+        for name, file in files.items():
+            args += [f"--{name.replace('_', '-')}", str(file)]
+        result = subprocess.run(args, capture_output=True, text=True, timeout=20)
+        assert result.returncode == 2, (field_name, result)
+        assert f"field `{field_name}`" in result.stderr, result.stderr
