@@ -58,6 +58,8 @@ pub(crate) struct Connection {
     heard: AtomicU64,
     /// The input side saw the end of the stream (or must close): the task ends the connection.
     ended: AtomicBool,
+    /// A configured controller (`--controller`), not a client of a listener.
+    pub(crate) active: bool,
 }
 
 /// What reading and handling a connection's messages needs.
@@ -269,7 +271,11 @@ pub(crate) async fn run(shared: &Arc<Shared>, conn: ConnId, socket: OwnedFd, act
         }),
         heard: AtomicU64::new(0),
         ended: AtomicBool::new(false),
+        active,
     });
+    if let Some(limit) = shared.config.packet_in_limit {
+        connection.outbox.set_packet_in_limit(limit);
+    }
     // SAFETY: the `OwnedFd` moves into the `AsyncFd`, so the descriptor stays open for as
     // long as it is registered.
     let Ok(socket) = (unsafe { AsyncFd::register(socket) }) else {

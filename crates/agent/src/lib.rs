@@ -1,4 +1,4 @@
-//! The OpenFlow agent: passive listeners and active controller connections (TCP or unix), the
+//! The OpenFlow agent: passive listeners and active controller connections (TCP, TLS or unix), the
 //! per-connection protocol (see [`session`]), roles, echo and inactivity probes, reconnect with
 //! backoff, and the delivery of asynchronous messages to every interested connection.
 //!
@@ -9,10 +9,12 @@
 //! thread, for packet-ins), so a packet-in costs the agent no wake-up.
 
 mod connection;
+pub mod limit;
 pub mod outbox;
 pub mod roles;
 pub mod session;
 pub mod target;
+pub mod tls;
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -30,6 +32,7 @@ use outbox::EventKind;
 use roles::Roles;
 use session::{Event, SwitchState};
 use target::{ControllerTarget, ListenTarget};
+use tls::TlsContext;
 
 /// Tunables of the agent.
 #[derive(Clone, Debug)]
@@ -42,6 +45,10 @@ pub struct AgentConfig {
     pub backoff_max: Duration,
     /// How often timeouts are checked and pending changes published without a barrier.
     pub housekeeping_interval: Duration,
+    /// The identity and CA of `ssl:` and `pssl:` targets; such a target fails without it.
+    pub tls: Option<Arc<TlsContext>>,
+    /// Packet-ins each connection receives at most (none: no limit).
+    pub packet_in_limit: Option<limit::PacketInLimit>,
 }
 
 impl Default for AgentConfig {
@@ -51,6 +58,8 @@ impl Default for AgentConfig {
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(8),
             housekeeping_interval: Duration::from_millis(100),
+            tls: None,
+            packet_in_limit: None,
         }
     }
 }
@@ -212,6 +221,19 @@ impl Channels {
     }
 }
 
+/// One connection's counters (`hairpinctl call controllers/list`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionStats {
+    pub id: roles::ConnId,
+    /// A configured controller (`--controller`), else a client of a listener.
+    pub controller: bool,
+    pub role: ofp::ControllerRole,
+    /// Packet-ins dropped by the packet-in limit.
+    pub packet_ins_limited: u64,
+    /// Asynchronous messages dropped because the peer did not read them fast enough.
+    pub async_dropped: u64,
+}
+
 /// The agent; clone it into every task that serves connections.
 #[derive(Clone)]
 pub struct Agent {
@@ -247,6 +269,21 @@ impl Agent {
         f(&mut self.shared.lock().switch)
     }
 
+    /// Every open connection as the operator sees it, by connection id.
+    pub fn connection_stats(&self) -> Vec<ConnectionStats> {
+        let connections = self.shared.connections().clone();
+        connections
+            .iter()
+            .map(|c| ConnectionStats {
+                id: c.outbox.conn,
+                controller: c.active,
+                role: c.outbox.role(),
+                packet_ins_limited: c.outbox.limited(),
+                async_dropped: c.outbox.dropped(),
+            })
+            .collect()
+    }
+
     /// Configured controllers currently connected (handshake done).
     pub fn connected(&self) -> usize {
         self.shared.controllers.load(Ordering::Relaxed)
@@ -256,6 +293,10 @@ impl Agent {
     pub async fn listen(&self, target: ListenTarget) -> io::Result<()> {
         match target {
             ListenTarget::Tcp(addr) => self.serve_tcp(TcpListener::bind(addr).await?).await,
+            ListenTarget::Ssl(addr) => {
+                let tls = self.tls()?;
+                self.serve_tls(TcpListener::bind(addr).await?, tls).await
+            }
             ListenTarget::Unix(path) => {
                 // A stale socket file from an earlier run would make bind fail.
                 if path.exists() {
@@ -277,6 +318,48 @@ impl Agent {
             stream.set_nodelay(true)?;
             self.spawn_connection(stream.into_std()?.into());
         }
+    }
+
+    /// Accepts TLS connections on a bound TCP listener forever. A peer that fails the
+    /// handshake (no certificate, one the CA did not sign or that expired, no TLS at all) is
+    /// logged and dropped; the other connections do not notice.
+    pub async fn serve_tls(&self, listener: TcpListener, tls: Arc<TlsContext>) -> io::Result<()> {
+        let local = listener.local_addr()?;
+        loop {
+            let (stream, peer) = listener.accept().await?;
+            stream.set_nodelay(true)?;
+            let agent = self.clone();
+            let tls = Arc::clone(&tls);
+            tokio::spawn(async move {
+                match tls.accept(stream).await {
+                    Ok(stream) => agent.serve_relayed(stream, false).await,
+                    Err(e) => eprintln!("hairpind: pssl:{local}: refused {peer}: {e}"),
+                }
+            });
+        }
+    }
+
+    fn tls(&self) -> io::Result<Arc<TlsContext>> {
+        self.shared.config.tls.clone().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a TLS target needs a private key, a certificate and a CA certificate",
+            )
+        })
+    }
+
+    /// Serves a connection whose bytes pass through a [`tls::relay`].
+    async fn serve_relayed<S>(&self, stream: S, active: bool)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    {
+        let Ok((ours, relayed)) = UnixStream::pair() else {
+            return;
+        };
+        let Ok(ours) = ours.into_std() else {
+            return;
+        };
+        tokio::join!(self.serve(ours.into(), active), tls::relay(stream, relayed));
     }
 
     /// Accepts connections on a bound unix listener forever (one whose owner and mode the
@@ -302,25 +385,25 @@ impl Agent {
         let config = &self.shared.config;
         let mut delay = config.backoff_min;
         loop {
-            let socket: io::Result<OwnedFd> = match &target {
-                ControllerTarget::Tcp(addr) => match TcpStream::connect(addr).await {
-                    Ok(stream) => stream
-                        .set_nodelay(true)
-                        .and_then(|()| stream.into_std())
-                        .map(OwnedFd::from),
-                    Err(e) => Err(e),
-                },
-                ControllerTarget::Unix(path) => UnixStream::connect(path)
-                    .await
-                    .and_then(|stream| stream.into_std())
-                    .map(OwnedFd::from),
-            };
-            let connected = match socket {
-                Ok(socket) => {
-                    self.serve(socket, true).await;
-                    true
+            let connected = match &target {
+                ControllerTarget::Tcp(addr) => {
+                    let socket = match TcpStream::connect(addr).await {
+                        Ok(stream) => stream
+                            .set_nodelay(true)
+                            .and_then(|()| stream.into_std())
+                            .map(OwnedFd::from),
+                        Err(e) => Err(e),
+                    };
+                    self.serve_connected(socket).await
                 }
-                Err(_) => false,
+                ControllerTarget::Unix(path) => {
+                    let socket = UnixStream::connect(path)
+                        .await
+                        .and_then(|stream| stream.into_std())
+                        .map(OwnedFd::from);
+                    self.serve_connected(socket).await
+                }
+                ControllerTarget::Ssl(addr) => self.connect_tls(*addr).await,
             };
             // A connection that came up and later dropped starts the backoff afresh.
             delay = if connected {
@@ -329,6 +412,46 @@ impl Agent {
                 (delay * 2).min(config.backoff_max)
             };
             tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Serves a controller connection if it was made; returns whether it was.
+    async fn serve_connected(&self, socket: io::Result<OwnedFd>) -> bool {
+        match socket {
+            Ok(socket) => {
+                self.serve(socket, true).await;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// One TLS connection to a controller, served until it drops; returns whether the
+    /// handshake succeeded. A failed one is logged (a controller whose certificate the CA
+    /// did not sign is no controller).
+    async fn connect_tls(&self, addr: std::net::SocketAddr) -> bool {
+        let tls = match self.tls() {
+            Ok(tls) => tls,
+            Err(e) => {
+                eprintln!("hairpind: ssl:{addr}: {e}");
+                return false;
+            }
+        };
+        let Ok(stream) = TcpStream::connect(addr).await else {
+            return false;
+        };
+        if stream.set_nodelay(true).is_err() {
+            return false;
+        }
+        match tls.connect(stream).await {
+            Ok(stream) => {
+                self.serve_relayed(stream, true).await;
+                true
+            }
+            Err(e) => {
+                eprintln!("hairpind: ssl:{addr}: refused: {e}");
+                false
+            }
         }
     }
 

@@ -21,6 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use ofp::{AsyncConfig, ControllerRole};
 
+use crate::limit::{PacketInLimit, TokenBucket};
 use crate::roles::{default_async_config, mask_index, ConnId};
 
 /// Asynchronous messages (packet-ins, flow-removed, port-status) stop queueing for a connection
@@ -83,6 +84,25 @@ struct Inner {
     filter: Filter,
     /// Asynchronous messages dropped at [`PENDING_LIMIT`].
     dropped: u64,
+    /// The packet-in limit, when one is set ...
+    packet_in_limit: Option<TokenBucket>,
+    /// ... and the packet-ins it dropped.
+    limited: u64,
+}
+
+impl Inner {
+    /// Whether the connection takes a message of `kind` it wants now: a packet-in only while
+    /// the limit allows.
+    fn admit(&mut self, kind: EventKind, now_ns: u64) -> bool {
+        match (&mut self.packet_in_limit, kind) {
+            (Some(bucket), EventKind::PacketIn) => {
+                let admitted = bucket.admit(now_ns);
+                self.limited += u64::from(!admitted);
+                admitted
+            }
+            _ => true,
+        }
+    }
 }
 
 /// One connection's outgoing side.
@@ -140,6 +160,8 @@ impl Outbox {
                 closed: false,
                 filter: Filter::new(),
                 dropped: 0,
+                packet_in_limit: None,
+                limited: 0,
             }),
             wake: tokio::sync::Notify::new(),
         }
@@ -176,18 +198,46 @@ impl Outbox {
             inner.dropped += wanted as u64;
             return;
         }
-        if wanted == marks.len() {
+        if wanted == marks.len() && inner.packet_in_limit.is_none() {
             return self.write_or_queue(inner, wire);
         }
+        let now = if inner.packet_in_limit.is_some() {
+            switch_core::clock::now_ns()
+        } else {
+            0
+        };
+        // Copies only once a message is left out: until then `wire` itself is the answer.
         picked.clear();
+        let mut copying = false;
+        let mut taken = 0;
         let mut start = 0;
         for &(kind, reason, end) in marks {
-            if filter.wants(kind, reason) {
-                picked.extend_from_slice(wire.get(start..end).unwrap_or_default());
+            if filter.wants(kind, reason) && inner.admit(kind, now) {
+                taken += 1;
+                if copying {
+                    picked.extend_from_slice(wire.get(start..end).unwrap_or_default());
+                }
+            } else if !copying {
+                copying = true;
+                picked.extend_from_slice(wire.get(..start).unwrap_or_default());
             }
             start = end;
         }
-        self.write_or_queue(inner, picked);
+        if taken == 0 {
+            return;
+        }
+        let bytes = if copying { &picked[..] } else { wire };
+        self.write_or_queue(inner, bytes);
+    }
+
+    /// Limits the packet-ins this connection receives.
+    pub fn set_packet_in_limit(&self, limit: PacketInLimit) {
+        self.lock().packet_in_limit = Some(TokenBucket::new(limit));
+    }
+
+    /// Packet-ins dropped by the limit.
+    pub fn limited(&self) -> u64 {
+        self.lock().limited
     }
 
     fn write_or_queue(&self, mut inner: MutexGuard<'_, Inner>, bytes: &[u8]) {
@@ -241,12 +291,16 @@ impl Outbox {
         !self.lock().pending.is_empty()
     }
 
-    pub(crate) fn set_filter(&self, filter: Filter) {
+    pub fn set_filter(&self, filter: Filter) {
         self.lock().filter = filter;
     }
 
     pub(crate) fn set_role(&self, role: ControllerRole) {
         self.lock().filter.role = role;
+    }
+
+    pub(crate) fn role(&self) -> ControllerRole {
+        self.lock().filter.role
     }
 
     /// Asynchronous messages dropped because the controller did not read fast enough.
@@ -359,6 +413,29 @@ mod tests {
         outbox.close();
         outbox.reply(b"closed;");
         assert_eq!(read_all(&mut peer), b"equal;port;");
+    }
+
+    #[test]
+    fn the_packet_in_limit_drops_and_counts_packet_ins_only() {
+        let (ours, mut peer) = UnixStream::pair().unwrap();
+        let outbox = Outbox::new(1, ours.as_raw_fd());
+        outbox.set_filter(negotiated());
+        outbox.set_packet_in_limit(PacketInLimit { rate: 1, burst: 2 });
+        let wire = b"a;b;removed;c;";
+        let marks = [
+            (EventKind::PacketIn, ofp::OFPR_NO_MATCH, 2),
+            (EventKind::PacketIn, ofp::OFPR_NO_MATCH, 4),
+            (EventKind::FlowRemoved, ofp::OFPRR_DELETE, 12),
+            (EventKind::PacketIn, ofp::OFPR_NO_MATCH, 14),
+        ];
+        outbox.events(wire, &marks, &mut Vec::new());
+        assert_eq!(read_all(&mut peer), b"a;b;removed;");
+        assert_eq!(outbox.limited(), 1);
+        event(&outbox, EventKind::PacketIn, ofp::OFPR_NO_MATCH, b"d;");
+        event(&outbox, EventKind::PortStatus, ofp::OFPPR_ADD, b"port;");
+        assert_eq!(read_all(&mut peer), b"port;");
+        assert_eq!(outbox.limited(), 2);
+        assert_eq!(outbox.dropped(), 0, "the limit is not congestion");
     }
 
     #[test]

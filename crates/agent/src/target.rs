@@ -1,5 +1,7 @@
-//! Connection targets in the `ovs-vswitchd` spelling: `ptcp:PORT[:IP]`, `punix:PATH` (passive) and
-//! `tcp:IP:PORT`, `unix:PATH` (active), so operators can reuse what they type for Open vSwitch.
+//! Connection targets in the `ovs-vswitchd` spelling: `ptcp:PORT[:IP]`, `pssl:PORT[:IP]`,
+//! `punix:PATH` (passive) and `tcp:IP:PORT`, `ssl:IP:PORT`, `unix:PATH` (active), so operators
+//! can reuse what they type for Open vSwitch. The `ssl` kinds are TLS with mutual
+//! authentication (see [`crate::tls`]).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -10,6 +12,7 @@ use std::str::FromStr;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ListenTarget {
     Tcp(SocketAddr),
+    Ssl(SocketAddr),
     Unix(PathBuf),
 }
 
@@ -17,7 +20,22 @@ pub enum ListenTarget {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ControllerTarget {
     Tcp(SocketAddr),
+    Ssl(SocketAddr),
     Unix(PathBuf),
+}
+
+impl ListenTarget {
+    /// Whether the target needs the TLS key, certificate and CA certificate.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Self::Ssl(_))
+    }
+}
+
+impl ControllerTarget {
+    /// Whether the target needs the TLS key, certificate and CA certificate.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Self::Ssl(_))
+    }
 }
 
 /// Why a target string was refused.
@@ -43,6 +61,27 @@ fn parse_ip(s: &str, whole: &str) -> Result<IpAddr, TargetError> {
         .map_err(|_| TargetError(format!("`{whole}`: `{s}` is not an IP address")))
 }
 
+/// `PORT[:IP]` of a passive target; the IP defaults to every IPv4 address.
+fn passive_addr(rest: &str, whole: &str) -> Result<SocketAddr, TargetError> {
+    let (port, ip) = match rest.split_once(':') {
+        Some((port, ip)) => (port, parse_ip(ip, whole)?),
+        None => (rest, IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+    };
+    Ok(SocketAddr::new(ip, parse_port(port, whole)?))
+}
+
+/// `IP[:PORT]` of an active target; the port defaults to OpenFlow's 6653.
+fn active_addr(rest: &str, whole: &str) -> Result<SocketAddr, TargetError> {
+    let (ip, port) = match rest.rsplit_once(':') {
+        Some((ip, port)) => (ip, port),
+        None => (rest, "6653"),
+    };
+    Ok(SocketAddr::new(
+        parse_ip(ip, whole)?,
+        parse_port(port, whole)?,
+    ))
+}
+
 fn non_empty_path(s: &str, whole: &str) -> Result<PathBuf, TargetError> {
     if s.is_empty() {
         return Err(TargetError(format!("`{whole}`: the socket path is empty")));
@@ -55,17 +94,16 @@ impl FromStr for ListenTarget {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if let Some(rest) = s.strip_prefix("ptcp:") {
-            let (port, ip) = match rest.split_once(':') {
-                Some((port, ip)) => (port, parse_ip(ip, s)?),
-                None => (rest, IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
-            };
-            return Ok(Self::Tcp(SocketAddr::new(ip, parse_port(port, s)?)));
+            return Ok(Self::Tcp(passive_addr(rest, s)?));
+        }
+        if let Some(rest) = s.strip_prefix("pssl:") {
+            return Ok(Self::Ssl(passive_addr(rest, s)?));
         }
         if let Some(path) = s.strip_prefix("punix:") {
             return Ok(Self::Unix(non_empty_path(path, s)?));
         }
         Err(TargetError(format!(
-            "`{s}`: a listen target is ptcp:PORT[:IP] or punix:PATH"
+            "`{s}`: a listen target is ptcp:PORT[:IP], pssl:PORT[:IP] or punix:PATH"
         )))
     }
 }
@@ -75,20 +113,16 @@ impl FromStr for ControllerTarget {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         if let Some(rest) = s.strip_prefix("tcp:") {
-            let (ip, port) = match rest.rsplit_once(':') {
-                Some((ip, port)) => (ip, port),
-                None => (rest, "6653"),
-            };
-            return Ok(Self::Tcp(SocketAddr::new(
-                parse_ip(ip, s)?,
-                parse_port(port, s)?,
-            )));
+            return Ok(Self::Tcp(active_addr(rest, s)?));
+        }
+        if let Some(rest) = s.strip_prefix("ssl:") {
+            return Ok(Self::Ssl(active_addr(rest, s)?));
         }
         if let Some(path) = s.strip_prefix("unix:") {
             return Ok(Self::Unix(non_empty_path(path, s)?));
         }
         Err(TargetError(format!(
-            "`{s}`: a controller target is tcp:IP[:PORT] or unix:PATH"
+            "`{s}`: a controller target is tcp:IP[:PORT], ssl:IP[:PORT] or unix:PATH"
         )))
     }
 }
@@ -97,6 +131,7 @@ impl fmt::Display for ListenTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Tcp(addr) => write!(f, "ptcp:{}:{}", addr.port(), addr.ip()),
+            Self::Ssl(addr) => write!(f, "pssl:{}:{}", addr.port(), addr.ip()),
             Self::Unix(path) => write!(f, "punix:{}", path.display()),
         }
     }
@@ -106,6 +141,7 @@ impl fmt::Display for ControllerTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Tcp(addr) => write!(f, "tcp:{}:{}", addr.ip(), addr.port()),
+            Self::Ssl(addr) => write!(f, "ssl:{}:{}", addr.ip(), addr.port()),
             Self::Unix(path) => write!(f, "unix:{}", path.display()),
         }
     }
@@ -140,11 +176,41 @@ mod tests {
     }
 
     #[test]
+    fn parses_tls_targets_as_open_vswitch_writes_them() {
+        assert_eq!(
+            "pssl:6654".parse::<ListenTarget>().unwrap(),
+            ListenTarget::Ssl("0.0.0.0:6654".parse().unwrap())
+        );
+        assert_eq!(
+            "pssl:6654:127.0.0.1".parse::<ListenTarget>().unwrap(),
+            ListenTarget::Ssl("127.0.0.1:6654".parse().unwrap())
+        );
+        assert_eq!(
+            "ssl:10.0.0.1:6655".parse::<ControllerTarget>().unwrap(),
+            ControllerTarget::Ssl("10.0.0.1:6655".parse().unwrap())
+        );
+        assert_eq!(
+            "ssl:10.0.0.1".parse::<ControllerTarget>().unwrap(),
+            ControllerTarget::Ssl("10.0.0.1:6653".parse().unwrap())
+        );
+        for text in ["pssl:6654:127.0.0.1", "ssl:10.0.0.1:6655"] {
+            let shown = match text.parse::<ListenTarget>() {
+                Ok(t) => t.to_string(),
+                Err(_) => text.parse::<ControllerTarget>().unwrap().to_string(),
+            };
+            assert_eq!(shown, text);
+        }
+        assert!("pssl:6654".parse::<ListenTarget>().unwrap().is_tls());
+        assert!(!"tcp:10.0.0.1".parse::<ControllerTarget>().unwrap().is_tls());
+    }
+
+    #[test]
     fn refuses_malformed_targets_with_the_reason() {
         let err = "ptcp:notaport".parse::<ListenTarget>().unwrap_err();
         assert!(err.to_string().contains("not a TCP port"), "{err}");
         assert!("tcp:1.2.3.4:99999".parse::<ControllerTarget>().is_err());
-        assert!("ssl:1.2.3.4:6653".parse::<ControllerTarget>().is_err());
+        assert!("ssl:1.2.3.4:port".parse::<ControllerTarget>().is_err());
+        assert!("tls:1.2.3.4:6653".parse::<ControllerTarget>().is_err());
         assert!("punix:".parse::<ListenTarget>().is_err());
     }
 }

@@ -10,6 +10,10 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
+/// The virtual meter on packet-ins (spec 1.3.5 section 7.3.4.4, OFPM_CONTROLLER): every
+/// packet-in passes it before it is buffered and sent, whichever flow or table miss raised it.
+pub const CONTROLLER: u32 = 0xffff_fffe;
+
 /// `OFPMF_*` flags.
 pub mod flags {
     /// Rates in kbit/s.

@@ -553,3 +553,55 @@ fn dscp_remark_band_raises_drop_precedence_when_tables_match_only_l2() {
     assert_eq!(remarked + kept, 200, "AF21 becomes AF22, nothing else");
     assert!(outputs.iter().all(|(_, f)| checksums_ok(f)));
 }
+
+#[test]
+fn the_controller_meter_limits_packet_ins_and_nothing_else() {
+    let (mut w, mut r) = datapath(4);
+    w.apply(Op::SetMeter {
+        id: dataplane::meter::CONTROLLER,
+        meter: Arc::new(Meter::new(MeterConfig {
+            flags: flags::PKTPS | flags::BURST,
+            bands: vec![Band {
+                kind: BandKind::Drop,
+                rate: 100,
+                burst: 5,
+            }],
+        })),
+    });
+    let udp_to = |dport: u16| udp4(0x0a00_0001, 0x0a00_0002, 1000, dport, 64, 64);
+    // Port 80 is forwarded; everything else misses to the controller.
+    add_flow(
+        &mut w,
+        0,
+        1,
+        10,
+        m(&[
+            (Field::EthType, 0x0800),
+            (Field::IpProto, 17),
+            (Field::UdpDst, 80),
+        ]),
+        vec![apply(vec![out(2)])],
+    );
+    add_flow(
+        &mut w,
+        0,
+        2,
+        0,
+        FlowMatch::any(),
+        vec![apply(vec![out(port::CONTROLLER)])],
+    );
+    w.publish();
+    let storm: Vec<_> = (0..200).map(|i| (1, udp_to(1000 + i))).collect();
+    let forwarded: Vec<_> = (0..200).map(|_| (1, udp_to(80))).collect();
+    let mut packet_ins = 0;
+    let mut out = 0;
+    for (misses, hits) in storm.chunks(50).zip(forwarded.chunks(50)) {
+        packet_ins += send(&mut r, 1_000_000, misses).pin.len();
+        out += send(&mut r, 1_000_000, hits).out.len();
+    }
+    assert_eq!(packet_ins, 5, "only the burst goes to the controller");
+    assert_eq!(out, 200, "matching traffic is not metered");
+    // A tenth of a second later at 100 pkt/s: the burst again (5), not 10.
+    let later = send(&mut r, 101_000_000, &storm[..50]).pin.len();
+    assert_eq!(later, 5);
+}

@@ -40,7 +40,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(settings, offload) {
+    // Unreadable or mismatched TLS files are settings errors, found before anything starts.
+    let tls = match settings.tls.as_ref().map(agent::tls::TlsContext::load) {
+        None => None,
+        Some(Ok(tls)) => Some(Arc::new(tls)),
+        Some(Err(e)) => {
+            eprintln!("hairpind: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(settings, offload, tls) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hairpind: {e}");
@@ -49,7 +58,11 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(settings: Settings, offload: Option<hardware::Hardware>) -> std::io::Result<()> {
+fn run(
+    settings: Settings,
+    offload: Option<hardware::Hardware>,
+    tls: Option<Arc<agent::tls::TlsContext>>,
+) -> std::io::Result<()> {
     let dp_config = DatapathConfig::default();
     let (writer, readers) = dataplane::datapath::new(dp_config.clone());
     let doorbell = datapath::doorbell::Doorbell::new()?;
@@ -72,7 +85,14 @@ fn run(settings: Settings, offload: Option<hardware::Hardware>) -> std::io::Resu
         Box::new(packet_out_sender),
     );
     switch.set_timer_queue(Box::new(timers.clone()));
-    let agent = Agent::new(switch, AgentConfig::default());
+    let agent = Agent::new(
+        switch,
+        AgentConfig {
+            tls,
+            packet_in_limit: settings.packet_in_limit,
+            ..AgentConfig::default()
+        },
+    );
     let map = Arc::new(portmap::PortMap::new(&settings).map_err(std::io::Error::other)?);
     let legacy = Arc::new(legacy::LegacyLinks::new(Arc::clone(&map))?);
     links::add_ports(&agent, &map, &legacy)?;
@@ -133,11 +153,12 @@ fn run(settings: Settings, offload: Option<hardware::Hardware>) -> std::io::Resu
         .iter()
         .filter_map(|l| match l {
             ListenTarget::Unix(path) => Some(path.clone()),
-            ListenTarget::Tcp(_) => None,
+            ListenTarget::Tcp(_) | ListenTarget::Ssl(_) => None,
         })
         .collect();
     let mut registry = control::Registry::new();
     control::templates::register(&mut registry, agent.clone());
+    control::controllers::register(&mut registry, &agent);
     control::ports::register(&mut registry, &agent, &legacy);
     control::timers::register(&mut registry, timers);
     if let Some(hw) = &offload {

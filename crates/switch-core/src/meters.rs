@@ -1,11 +1,12 @@
 //! The meter table as the controller sees it (spec 1.3.5 section 5.7 and 7.3.4.4): validation
-//! of METER_MOD before anything changes.
+//! of METER_MOD before anything changes. Besides meters 1 to OFPM_MAX it holds the virtual
+//! meter OFPM_CONTROLLER, which every packet-in passes (`dataplane::meter::CONTROLLER`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use dataplane::meter::{Band, BandKind, Meter, MeterConfig};
-use ofp::{MeterBand, MeterFlags, MeterModFailedCode, OfpError, OFPM_MAX};
+use ofp::{MeterBand, MeterFlags, MeterModFailedCode, OfpError, OFPM_CONTROLLER, OFPM_MAX};
 
 /// Highest number of meters the switch accepts (reported in meter features).
 pub const MAX_METERS: usize = 65_536;
@@ -77,7 +78,7 @@ impl MeterTable {
         bands: &[MeterBand],
         adding: bool,
     ) -> Result<(), OfpError> {
-        if id == 0 || id > OFPM_MAX {
+        if id == 0 || (id > OFPM_MAX && id != OFPM_CONTROLLER) {
             return fail(MeterModFailedCode::InvalidMeter);
         }
         match (adding, self.meters.contains_key(&id)) {
@@ -195,5 +196,20 @@ mod tests {
         );
         assert_eq!(t.deletion_set(ofp::OFPM_ALL), vec![5]);
         assert!(t.deletion_set(6).is_empty());
+        // Of the virtual meters, the controller's is a meter like any other; the slow path's
+        // (there is none apart from the pipeline) is not.
+        assert!(t
+            .check(OFPM_CONTROLLER, MeterFlags::PKTPS, &[drop_band(10)], true)
+            .is_ok());
+        assert_eq!(
+            code(t.check(
+                ofp::OFPM_SLOWPATH,
+                MeterFlags::PKTPS,
+                &[drop_band(10)],
+                true
+            )),
+            MeterModFailedCode::InvalidMeter
+        );
+        assert_eq!(OFPM_CONTROLLER, dataplane::meter::CONTROLLER);
     }
 }

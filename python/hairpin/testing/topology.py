@@ -133,7 +133,6 @@ def hairpin_star(
         args += ["--controller", f"tcp:127.0.0.1:{controller_port}"]
     for number in range(1, hosts + 1):
         args += ["--port", f"{number}=p{number}"]
-    args += list(extra_args)
     with ExitStack() as stack:
         topo = stack.enter_context(star(unique_prefix(), hosts))
         process = stack.enter_context(background(topo.switch, args, log_path))

@@ -104,6 +104,12 @@ pub(super) fn packet_in<S: PacketSink>(
     {
         return;
     }
+    if let Some(meter) = env.state.meters.get(crate::meter::CONTROLLER) {
+        if meter.apply(env.now, frame.len()) == crate::meter::MeterVerdict::Drop {
+            env.drops.meter += 1;
+            return;
+        }
+    }
     let mut buffer_id = NO_BUFFER;
     let mut data = frame;
     if max_len != NO_BUFFER_MAX_LEN {

@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use agent::limit::PacketInLimit;
 use agent::target::{ControllerTarget, ListenTarget};
+use agent::tls::TlsFiles;
 use clap::Parser;
 use serde::Deserialize;
 
@@ -116,13 +118,30 @@ pub struct Cli {
     /// Datapath id, decimal or 0x-prefixed hex.
     #[arg(long, value_name = "ID", value_parser = parse_datapath_id)]
     pub datapath_id: Option<u64>,
-    /// Passive OpenFlow listener: ptcp:PORT[:IP] or punix:PATH (repeatable; without any,
-    /// punix:/run/hairpin/hairpind.sock).
+    /// Passive OpenFlow listener: ptcp:PORT[:IP], pssl:PORT[:IP] or punix:PATH (repeatable;
+    /// without any, punix:/run/hairpin/hairpind.sock).
     #[arg(long = "listen", value_name = "TARGET")]
     pub listen: Vec<ListenTarget>,
-    /// Controller to connect to: tcp:IP:PORT or unix:PATH (repeatable).
+    /// Controller to connect to: tcp:IP:PORT, ssl:IP:PORT or unix:PATH (repeatable).
     #[arg(long = "controller", value_name = "TARGET")]
     pub controllers: Vec<ControllerTarget>,
+    /// PEM private key of the switch, for ssl: and pssl: targets.
+    #[arg(long, value_name = "FILE")]
+    pub private_key: Option<PathBuf>,
+    /// PEM certificate of the switch (signed by the CA), for ssl: and pssl: targets.
+    #[arg(long, value_name = "FILE")]
+    pub certificate: Option<PathBuf>,
+    /// PEM certificate of the CA that signs every peer's certificate, for ssl: and pssl:.
+    #[arg(long, value_name = "FILE")]
+    pub ca_cert: Option<PathBuf>,
+    /// Packet-ins a second each controller connection receives at most; the rest are dropped
+    /// and counted (`hairpinctl call controllers/list`). Off by default.
+    #[arg(long, value_name = "PER_SECOND")]
+    pub controller_rate_limit: Option<u32>,
+    /// Packet-ins a controller may receive at once within the rate limit (default: a quarter
+    /// of the rate, 25 at least).
+    #[arg(long, value_name = "PACKETS")]
+    pub controller_burst_limit: Option<u32>,
     /// OpenFlow port number bound to a Linux interface, N=IFNAME[:xdp], or to a legacy
     /// switch's access port as one VLAN of a trunk, N=TRUNK:VID[:NAME] (VID `native` for
     /// untagged frames) (repeatable).
@@ -174,6 +193,11 @@ struct FileSettings {
     listen: Vec<String>,
     #[serde(default)]
     controllers: Vec<String>,
+    private_key: Option<PathBuf>,
+    certificate: Option<PathBuf>,
+    ca_cert: Option<PathBuf>,
+    controller_rate_limit: Option<u32>,
+    controller_burst_limit: Option<u32>,
     #[serde(default)]
     ports: BTreeMap<String, PortValue>,
     #[serde(default)]
@@ -210,6 +234,10 @@ pub struct Settings {
     pub datapath_id: u64,
     pub listen: Vec<ListenTarget>,
     pub controllers: Vec<ControllerTarget>,
+    /// The TLS identity and CA, when an `ssl:` or `pssl:` target needs them.
+    pub tls: Option<TlsFiles>,
+    /// Packet-ins each connection receives at most, when limited.
+    pub packet_in_limit: Option<PacketInLimit>,
     pub ports: BTreeMap<u32, PortBinding>,
     /// Trunks by name: the interfaces whose VLANs are legacy ports.
     pub trunks: BTreeMap<String, Interface>,
@@ -415,6 +443,88 @@ fn flag_error(field: &str, message: impl Into<String>) -> ConfigError {
     }
 }
 
+/// The packet-in limit from its rate and burst, as Open vSwitch takes them.
+fn packet_in_limit(
+    rate: Option<u32>,
+    burst: Option<u32>,
+    origins: &Origins<'_>,
+) -> Result<Option<PacketInLimit>, ConfigError> {
+    let Some(rate) = rate else {
+        return match burst {
+            Some(_) => Err(origins.error(
+                "controller_burst_limit",
+                "a burst limit needs a rate limit (controller_rate_limit)".into(),
+            )),
+            None => Ok(None),
+        };
+    };
+    if rate == 0 {
+        return Err(origins.error(
+            "controller_rate_limit",
+            "must be at least 1 packet-in a second (leave it out for no limit)".into(),
+        ));
+    }
+    let burst = burst.unwrap_or(PacketInLimit::default_burst(rate));
+    if burst == 0 {
+        return Err(origins.error("controller_burst_limit", "must be at least 1".into()));
+    }
+    Ok(Some(PacketInLimit { rate, burst }))
+}
+
+/// The file's TLS files and packet-in limits, before the flags override them.
+#[derive(Default)]
+struct ChannelSettings {
+    tls: TlsPaths,
+    rate_limit: Option<u32>,
+    burst_limit: Option<u32>,
+}
+
+/// The TLS files as given, each perhaps missing.
+#[derive(Default)]
+struct TlsPaths {
+    private_key: Option<PathBuf>,
+    certificate: Option<PathBuf>,
+    ca_cert: Option<PathBuf>,
+}
+
+impl TlsPaths {
+    /// The files, when a TLS target needs them: a missing one is an error naming its field
+    /// and the target that needs it.
+    fn resolve(
+        self,
+        settings: &Settings,
+        origins: &Origins<'_>,
+    ) -> Result<Option<TlsFiles>, ConfigError> {
+        let listen = settings
+            .listen
+            .iter()
+            .find(|t| t.is_tls())
+            .map(|t| t.to_string());
+        let controller = settings.controllers.iter().find(|t| t.is_tls());
+        let Some(needed_by) = listen.or_else(|| controller.map(|t| t.to_string())) else {
+            return Ok(None);
+        };
+        let need = |path: Option<PathBuf>, field: &str, what: &str| {
+            path.ok_or_else(|| {
+                let flag = field.replace('_', "-");
+                origins.error(
+                    field,
+                    format!("`{needed_by}` needs {what} (--{flag}, or {field} in the file)"),
+                )
+            })
+        };
+        Ok(Some(TlsFiles {
+            private_key: need(self.private_key, "private_key", "the switch's private key")?,
+            certificate: need(self.certificate, "certificate", "the switch's certificate")?,
+            ca_cert: need(
+                self.ca_cert,
+                "ca_cert",
+                "the CA certificate peers are checked against",
+            )?,
+        }))
+    }
+}
+
 impl Settings {
     /// Merges the file named by `--config` (if any) with the flags and validates the result.
     pub fn from_cli(cli: Cli) -> Result<Self, ConfigError> {
@@ -422,6 +532,8 @@ impl Settings {
             datapath_id: 1,
             listen: Vec::new(),
             controllers: Vec::new(),
+            tls: None,
+            packet_in_limit: None,
             ports: BTreeMap::new(),
             trunks: BTreeMap::new(),
             fail_mode: FailMode::Secure,
@@ -446,10 +558,19 @@ impl Settings {
             None => None,
         };
         let mut origins = Origins::default();
+        let mut channel = ChannelSettings::default();
         if let (Some(path), Some(text)) = (&cli.config, &text) {
             origins.file = Some((path, text));
-            settings.merge_file(path, text, &mut origins)?;
+            channel = settings.merge_file(path, text, &mut origins)?;
         }
+        let rate = cli.controller_rate_limit.or(channel.rate_limit);
+        let burst = cli.controller_burst_limit.or(channel.burst_limit);
+        settings.packet_in_limit = packet_in_limit(rate, burst, &origins)?;
+        let tls = TlsPaths {
+            private_key: cli.private_key.or(channel.tls.private_key),
+            certificate: cli.certificate.or(channel.tls.certificate),
+            ca_cert: cli.ca_cert.or(channel.tls.ca_cert),
+        };
         if let Some(id) = cli.datapath_id {
             settings.datapath_id = id;
         }
@@ -493,6 +614,7 @@ impl Settings {
                 .listen
                 .push(ListenTarget::Unix(PathBuf::from(DEFAULT_MGMT_SOCKET)));
         }
+        settings.tls = tls.resolve(&settings, &origins)?;
         settings.check(&origins)?;
         Ok(settings)
     }
@@ -579,12 +701,14 @@ impl Settings {
         })
     }
 
+    /// Merges the file's settings; returns those of the OpenFlow channels, which are checked
+    /// once the flags had their say.
     fn merge_file(
         &mut self,
         path: &Path,
         text: &str,
         origins: &mut Origins<'_>,
-    ) -> Result<(), ConfigError> {
+    ) -> Result<ChannelSettings, ConfigError> {
         let file = parse_file_text(path, text)?;
         let at = |field: &str, message: String| {
             let keys: Vec<&str> = field.split('.').collect();
@@ -703,7 +827,21 @@ impl Settings {
             bus: file.bus,
             controllets: file.controllets,
         };
-        Ok(())
+        if file.controller_rate_limit.is_some() {
+            origins.from_file.insert("controller_rate_limit".into());
+        }
+        if file.controller_burst_limit.is_some() {
+            origins.from_file.insert("controller_burst_limit".into());
+        }
+        Ok(ChannelSettings {
+            tls: TlsPaths {
+                private_key: file.private_key,
+                certificate: file.certificate,
+                ca_cert: file.ca_cert,
+            },
+            rate_limit: file.controller_rate_limit,
+            burst_limit: file.controller_burst_limit,
+        })
     }
 
     fn add_trunk(
@@ -781,6 +919,66 @@ mod tests {
         assert!(!s.busy_poll);
         assert!(settings_from("busy_poll = true\n", &[]).unwrap().busy_poll);
         assert!(settings_from("", &["--busy-poll"]).unwrap().busy_poll);
+    }
+
+    #[test]
+    fn tls_targets_need_key_certificate_and_ca_from_file_or_flags() {
+        let err = settings_from("listen = [\"pssl:6654\"]\n", &[]).unwrap_err();
+        assert_eq!(err.field, "private_key");
+        assert!(err.to_string().contains("pssl:6654"), "{err}");
+        let err = settings_from(
+            "private_key = \"k.pem\"\ncertificate = \"c.pem\"\n",
+            &["--controller", "ssl:127.0.0.1:6653"],
+        )
+        .unwrap_err();
+        assert_eq!(err.field, "ca_cert");
+        assert!(err.to_string().contains("--ca-cert"), "{err}");
+        let s = settings_from(
+            "private_key = \"k.pem\"\ncertificate = \"c.pem\"\nca_cert = \"file-ca.pem\"\n",
+            &[
+                "--listen",
+                "pssl:6654:127.0.0.1",
+                "--ca-cert",
+                "flag-ca.pem",
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            s.tls,
+            Some(TlsFiles {
+                private_key: "k.pem".into(),
+                certificate: "c.pem".into(),
+                ca_cert: "flag-ca.pem".into(),
+            })
+        );
+        let plain = settings_from("private_key = \"k.pem\"\n", &["--listen", "ptcp:6654"]);
+        assert_eq!(plain.unwrap().tls, None, "no TLS target, no TLS");
+    }
+
+    #[test]
+    fn packet_in_limits_from_file_and_flags() {
+        let s = settings_from("controller_rate_limit = 1000\n", &[]).unwrap();
+        assert_eq!(
+            s.packet_in_limit,
+            Some(PacketInLimit {
+                rate: 1000,
+                burst: 250
+            })
+        );
+        let s = settings_from(
+            "controller_rate_limit = 1000\n",
+            &["--controller-burst-limit", "10"],
+        )
+        .unwrap();
+        assert_eq!(s.packet_in_limit.map(|l| l.burst), Some(10));
+        assert_eq!(settings_from("", &[]).unwrap().packet_in_limit, None);
+        let err = settings_from("datapath_id = 1\ncontroller_rate_limit = 0\n", &[]).unwrap_err();
+        assert_eq!(
+            (err.field.as_str(), err.line),
+            ("controller_rate_limit", Some(2))
+        );
+        let err = settings_from("", &["--controller-burst-limit", "10"]).unwrap_err();
+        assert_eq!(err.field, "controller_burst_limit");
     }
 
     #[test]

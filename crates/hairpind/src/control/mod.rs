@@ -9,6 +9,7 @@
 //! write a line to a socket can drive it. Each part of the daemon registers its commands in a
 //! [`Registry`] at start-up; a handler runs on the socket's task and must not block for long.
 
+pub mod controllers;
 pub mod controllets;
 pub mod offload;
 pub mod ports;
