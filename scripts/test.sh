@@ -46,6 +46,7 @@ cargo build --workspace --release --bins --examples
 HAIRPIN_BENCH_QUICK=1 cargo bench -p switch-core --bench flowmod
 HAIRPIN_BENCH_QUICK=1 cargo bench -p offload --bench flowmod
 HAIRPIN_BENCH_QUICK=1 cargo bench -p dataplane --bench table2
+HAIRPIN_BENCH_QUICK=1 cargo bench -p dataplane --bench harmless
 HAIRPIN_BENCH_QUICK=1 cargo bench -p ports --bench trunk
 HAIRPIN_BIN="$REPO/target/release" .venv/bin/python -m hairpin.bench.infep_fig4 --seconds 1 --variants rust-sandbox
 HAIRPIN_BIN="$REPO/target/release" .venv/bin/python -m hairpin.bench.infep_bus --seconds 1

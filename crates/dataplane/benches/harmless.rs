@@ -673,12 +673,12 @@ fn loadavg() -> String {
 
 fn main() {
     let o = Options::from_env();
+    let load_start = loadavg();
     println!(
         "Table II in HARMLESS form (seed 000): one core, 64-byte packets, batch {BURST}, traces \
          of at least {} packets in random order; every port a VLAN of one trunk; load \
-         average {}",
+         average {load_start}",
         o.trace_packets,
-        loadavg()
     );
     println!(
         "Mpps per CPU-second of the datapath thread, median of {SLICES} slices per form (in \
@@ -817,15 +817,15 @@ fn main() {
             }
         }
     }
-    println!(
-        "load average at the end: {}; cells below 95%: {below}",
-        loadavg()
-    );
+    let load_end = loadavg();
+    println!("load average at the end: {load_end}; cells below 95%: {below}");
     if let Ok(path) = std::env::var("HAIRPIN_BENCH_JSON") {
         let doc = format!(
-            "{{\"benchmark\":\"harmless\",\"quick\":{},\"slices\":{SLICES},\"cells\":[{}],\
-             \"threads\":[{}]}}\n",
+            "{{\"benchmark\":\"harmless\",\"quick\":{},\"trace_min_packets\":{},\
+             \"slices\":{SLICES},\"load_start\":\"{load_start}\",\"load_end\":\"{load_end}\",\
+             \"cells\":[{}],\"threads\":[{}]}}\n",
             o.quick,
+            o.trace_packets,
             json.join(","),
             fig9.join(",")
         );
