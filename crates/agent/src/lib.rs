@@ -228,7 +228,11 @@ pub struct ConnectionStats {
     /// A configured controller (`--controller`), else a client of a listener.
     pub controller: bool,
     pub role: ofp::ControllerRole,
-    /// Packet-ins dropped by the packet-in limit.
+    /// The hello exchange is done.
+    pub negotiated: bool,
+    /// Packet-ins sent to it ...
+    pub packet_ins: u64,
+    /// ... and those the packet-in limit dropped.
     pub packet_ins_limited: u64,
     /// Asynchronous messages dropped because the peer did not read them fast enough.
     pub async_dropped: u64,
@@ -278,6 +282,8 @@ impl Agent {
                 id: c.outbox.conn,
                 controller: c.active,
                 role: c.outbox.role(),
+                negotiated: c.outbox.negotiated(),
+                packet_ins: c.outbox.packet_ins(),
                 packet_ins_limited: c.outbox.limited(),
                 async_dropped: c.outbox.dropped(),
             })

@@ -88,6 +88,8 @@ struct Inner {
     packet_in_limit: Option<TokenBucket>,
     /// ... and the packet-ins it dropped.
     limited: u64,
+    /// Packet-ins handed to the socket or queued for it.
+    packet_ins: u64,
 }
 
 impl Inner {
@@ -162,6 +164,7 @@ impl Outbox {
                 dropped: 0,
                 packet_in_limit: None,
                 limited: 0,
+                packet_ins: 0,
             }),
             wake: tokio::sync::Notify::new(),
         }
@@ -190,7 +193,13 @@ impl Outbox {
             return;
         }
         let filter = inner.filter;
-        let wanted = marks.iter().filter(|m| filter.wants(m.0, m.1)).count();
+        let (mut wanted, mut packet_ins) = (0, 0);
+        for &(kind, reason, _) in marks {
+            if filter.wants(kind, reason) {
+                wanted += 1;
+                packet_ins += u64::from(kind == EventKind::PacketIn);
+            }
+        }
         if wanted == 0 {
             return;
         }
@@ -199,6 +208,7 @@ impl Outbox {
             return;
         }
         if wanted == marks.len() && inner.packet_in_limit.is_none() {
+            inner.packet_ins += packet_ins;
             return self.write_or_queue(inner, wire);
         }
         let now = if inner.packet_in_limit.is_some() {
@@ -214,6 +224,7 @@ impl Outbox {
         for &(kind, reason, end) in marks {
             if filter.wants(kind, reason) && inner.admit(kind, now) {
                 taken += 1;
+                inner.packet_ins += u64::from(kind == EventKind::PacketIn);
                 if copying {
                     picked.extend_from_slice(wire.get(start..end).unwrap_or_default());
                 }
@@ -306,6 +317,16 @@ impl Outbox {
     /// Asynchronous messages dropped because the controller did not read fast enough.
     pub fn dropped(&self) -> u64 {
         self.lock().dropped
+    }
+
+    /// Packet-ins sent (or queued to send) to this connection.
+    pub fn packet_ins(&self) -> u64 {
+        self.lock().packet_ins
+    }
+
+    /// Whether the hello exchange is done.
+    pub(crate) fn negotiated(&self) -> bool {
+        self.lock().filter.negotiated
     }
 
     /// No more writes: after this returns the socket may be closed.

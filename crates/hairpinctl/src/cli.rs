@@ -116,6 +116,18 @@ pub enum Command {
     },
     /// Trunks with their counters and legacy ports (control socket, `trunk/show`).
     ShowTrunks,
+    /// This program's version and the running daemon's (control socket, `version`).
+    Version,
+    /// Datapath threads, ports, trunks, tables and OpenFlow connections with their counters
+    /// (control socket, `summary`).
+    Summary {
+        /// The whole summary as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the daemon's log level, or set it: error, warn, info or debug (control socket,
+    /// `log/level`, `log/set-level`).
+    LogLevel { level: Option<String> },
 }
 
 /// A link state as the operator writes it.
@@ -126,6 +138,19 @@ pub enum LinkState {
 }
 
 impl Command {
+    /// The daemon command this stands for, if it is one.
+    pub fn daemon_command(&self) -> Option<crate::daemon::DaemonCommand> {
+        use crate::daemon::DaemonCommand as D;
+        Some(match self {
+            Command::Version => D::Version,
+            Command::Summary { json } => D::Summary { json: *json },
+            Command::LogLevel { level } => D::LogLevel {
+                level: level.clone(),
+            },
+            _ => return None,
+        })
+    }
+
     /// The management method and params a control-socket command stands for (`None`: an
     /// OpenFlow command).
     pub fn control_call(&self) -> Option<(String, Option<serde_json::Value>)> {

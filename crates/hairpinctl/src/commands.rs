@@ -37,6 +37,11 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CtlError> {
         let result = control::call(&cli.control, timeout, &method, params)?;
         return write_out(out, &control::format_result(&result));
     }
+    if let Some(command) = cli.command.daemon_command() {
+        let (method, params) = crate::daemon::request(&command);
+        let result = control::call(&cli.control, timeout, method, params)?;
+        return write_out(out, &crate::daemon::format(&command, &result));
+    }
     if let Command::Controllet { command } = &cli.command {
         let (method, params) = crate::controllets::request(command)?;
         let result = control::call(&cli.control, timeout, method, params)?;
@@ -178,7 +183,10 @@ pub fn execute(
         Command::Call { .. }
         | Command::Controllet { .. }
         | Command::SetPortLink { .. }
-        | Command::ShowTrunks => Err(CtlError::Usage(
+        | Command::ShowTrunks
+        | Command::Version
+        | Command::Summary { .. }
+        | Command::LogLevel { .. } => Err(CtlError::Usage(
             "management commands go to the control socket, not to an OpenFlow connection".into(),
         )),
     }

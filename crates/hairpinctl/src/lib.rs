@@ -25,6 +25,7 @@ pub mod commands;
 pub mod conn;
 pub mod control;
 pub mod controllets;
+pub mod daemon;
 pub mod error;
 mod error_names;
 pub mod output;

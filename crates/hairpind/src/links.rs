@@ -110,8 +110,9 @@ pub fn open_ports(map: &PortMap, threads: usize, ring: RxRing) -> io::Result<Thr
         let (port, fell_back) = open_port(ifname, &kind)
             .map_err(|e| io::Error::new(e.kind(), format!("{what} ({ifname}): {e}")))?;
         if let Some(reason) = fell_back {
-            eprintln!(
-                "hairpind: {what} ({ifname}): AF_XDP unavailable ({reason}), using AF_PACKET"
+            crate::log!(
+                crate::log::Level::Warn,
+                "{what} ({ifname}): AF_XDP unavailable ({reason}), using AF_PACKET"
             );
         }
         open.push(port);

@@ -7,7 +7,10 @@ mod datapath;
 mod hardware;
 mod legacy;
 mod links;
+mod log;
+mod metrics;
 mod portmap;
+mod status;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,6 +66,7 @@ fn run(
     offload: Option<hardware::Hardware>,
     tls: Option<Arc<agent::tls::TlsContext>>,
 ) -> std::io::Result<()> {
+    log::set_level(settings.log_level);
     let dp_config = DatapathConfig::default();
     let (writer, readers) = dataplane::datapath::new(dp_config.clone());
     let doorbell = datapath::doorbell::Doorbell::new()?;
@@ -103,6 +107,7 @@ fn run(
 
     let stop = Arc::new(AtomicBool::new(false));
     let threads = settings.datapath_threads;
+    let thread_stats = datapath::stats::new(threads);
     // A TAP device cannot join a fanout group: the first thread serves LOCAL alone.
     let mut local = match &settings.local_port {
         Some(name) => Some(links::open_local(&agent, name)?),
@@ -130,6 +135,8 @@ fn run(
             standalone: settings.fail_mode == FailMode::Standalone,
             busy_poll: settings.busy_poll,
             hardware: offload.as_ref().and_then(hardware::Hardware::stage),
+            stats: Arc::clone(&thread_stats),
+            index,
             stop: Arc::clone(&stop),
         };
         handles.push(
@@ -161,11 +168,27 @@ fn run(
     control::controllers::register(&mut registry, &agent);
     control::ports::register(&mut registry, &agent, &legacy);
     control::timers::register(&mut registry, timers);
+    let sources = status::Sources {
+        agent: agent.clone(),
+        map: Arc::clone(&map),
+        threads: thread_stats,
+        controllers_configured: settings.controllers.len(),
+    };
+    control::daemon::register(&mut registry, sources.clone());
     if let Some(hw) = &offload {
         hw.register(&mut registry);
         handles.push(hw.spawn_ticker(Arc::clone(&stop))?);
     }
-    let result = runtime.block_on(serve(agent, settings, registry));
+    log!(
+        log::Level::Info,
+        "{} {}: datapath {:016x}, {} ports, {} datapath threads",
+        "hairpind",
+        env!("CARGO_PKG_VERSION"),
+        settings.datapath_id,
+        map.ports.len(),
+        threads
+    );
+    let result = runtime.block_on(serve(agent, settings, registry, sources));
     stop.store(true, Ordering::Relaxed);
     for handle in handles {
         let _ = handle.join();
@@ -180,6 +203,7 @@ async fn serve(
     agent: Agent,
     settings: Settings,
     mut registry: control::Registry,
+    sources: status::Sources,
 ) -> std::io::Result<()> {
     let controllets = controllet_host::Host::start(
         settings.controllets.clone(),
@@ -190,7 +214,7 @@ async fn serve(
     .map_err(|e| std::io::Error::other(format!("controllets: {e}")))?;
     control::controllets::register(&mut registry, &controllets);
     let registry = Arc::new(registry);
-    let result = serve_until_signal(agent, settings, registry).await;
+    let result = serve_until_signal(agent, settings, registry, sources).await;
     controllets.shutdown().await;
     result
 }
@@ -199,8 +223,16 @@ async fn serve_until_signal(
     agent: Agent,
     settings: Settings,
     registry: Arc<control::Registry>,
+    sources: status::Sources,
 ) -> std::io::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
+    if let Some(addr) = settings.metrics {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| std::io::Error::new(e.kind(), format!("metrics {addr}: {e}")))?;
+        log!(log::Level::Info, "metrics on http://{addr}/metrics");
+        tasks.spawn(metrics::serve(listener, sources));
+    }
     if let Some(socket) = open_control_socket(settings.control_socket.as_deref())? {
         tasks.spawn(async move {
             let (listener, _removed_on_exit) = socket;
@@ -249,7 +281,11 @@ fn open_control_socket(
     match control::bind(path) {
         Ok(listener) => Ok(Some((listener, control::ControlSocket(path.to_path_buf())))),
         Err(e) if given.is_none() && e.kind() == std::io::ErrorKind::AddrInUse => {
-            eprintln!("hairpind: {}: {e}; no control socket", path.display());
+            log!(
+                log::Level::Warn,
+                "{}: {e}; no control socket",
+                path.display()
+            );
             Ok(None)
         }
         Err(e) => Err(std::io::Error::new(

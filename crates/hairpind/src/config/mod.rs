@@ -8,6 +8,7 @@ mod ports;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use agent::limit::PacketInLimit;
@@ -98,6 +99,16 @@ fn parse_placement(s: &str) -> Result<String, String> {
         .ok_or_else(|| format!("`{s}`: placement is algorithm1, dependent-set or cover-set"))
 }
 
+fn parse_metrics(s: &str) -> Result<SocketAddr, String> {
+    s.parse()
+        .map_err(|_| format!("`{s}`: metrics is IP:PORT (127.0.0.1:9108, [::1]:9108)"))
+}
+
+fn parse_log_level(s: &str) -> Result<crate::log::Level, String> {
+    crate::log::Level::parse(s)
+        .ok_or_else(|| format!("`{s}`: log level is error, warn, info or debug"))
+}
+
 fn parse_promotion(s: &str) -> Result<String, String> {
     offload::placement::Policy::parse(s)
         .map(|p| p.name().to_string())
@@ -173,6 +184,13 @@ pub struct Cli {
     /// Unix socket for management commands (hairpinctl; default /run/hairpin/hairpind.ctl).
     #[arg(long, value_name = "PATH")]
     pub control_socket: Option<PathBuf>,
+    /// Serve Prometheus metrics over HTTP at IP:PORT, path /metrics (off unless given).
+    #[arg(long, value_name = "IP:PORT", value_parser = parse_metrics)]
+    pub metrics: Option<SocketAddr>,
+    /// Least severe log messages written to stderr: error, warn, info or debug (changed at
+    /// run time with `hairpinctl log-level`).
+    #[arg(long, value_name = "LEVEL", value_parser = parse_log_level)]
+    pub log_level: Option<crate::log::Level>,
     /// Hardware offload: a profile (shipped name or file) and the backend, model or xdp.
     #[arg(long, value_name = "PROFILE[:BACKEND]", value_parser = parse_offload)]
     pub offload: Option<OffloadSpec>,
@@ -210,6 +228,8 @@ struct FileSettings {
     #[serde(default)]
     pcap: BTreeMap<String, PathBuf>,
     control_socket: Option<PathBuf>,
+    metrics: Option<String>,
+    log_level: Option<String>,
     controllet_host: Option<controllet_host::HostSpec>,
     bus: Option<controllet_host::BusSpec>,
     #[serde(default)]
@@ -253,6 +273,9 @@ pub struct Settings {
     /// Where management commands are served, when given; else [`DEFAULT_CONTROL_SOCKET`]
     /// unless another daemon serves that one.
     pub control_socket: Option<PathBuf>,
+    /// Where the metrics page is served, when on.
+    pub metrics: Option<SocketAddr>,
+    pub log_level: crate::log::Level,
     /// Controllets, the bus and where their files go (docs/controllets.md).
     pub controllets: controllet_host::HostConfig,
     /// Hardware offload, when on.
@@ -543,6 +566,8 @@ impl Settings {
             local_port: None,
             captures: BTreeMap::new(),
             control_socket: None,
+            metrics: None,
+            log_level: crate::log::Level::Info,
             controllets: controllet_host::HostConfig::default(),
             offload: None,
             placement: "algorithm1".into(),
@@ -599,6 +624,12 @@ impl Settings {
         settings.captures.extend(cli.captures);
         if let Some(path) = cli.control_socket {
             settings.control_socket = Some(path);
+        }
+        if let Some(addr) = cli.metrics {
+            settings.metrics = Some(addr);
+        }
+        if let Some(level) = cli.log_level {
+            settings.log_level = level;
         }
         if let Some(spec) = cli.offload {
             settings.offload = Some(spec);
@@ -776,6 +807,12 @@ impl Settings {
         }
         if let Some(path) = file.control_socket {
             self.control_socket = Some(path);
+        }
+        if let Some(addr) = file.metrics {
+            self.metrics = Some(parse_metrics(&addr).map_err(|m| at("metrics", m))?);
+        }
+        if let Some(level) = file.log_level {
+            self.log_level = parse_log_level(&level).map_err(|m| at("log_level", m))?;
         }
         if let Some(spec) = file.offload {
             self.offload = Some(OffloadSpec::parse(&spec).map_err(|m| at("offload", m))?);

@@ -11,6 +11,7 @@
 
 pub mod controllers;
 pub mod controllets;
+pub mod daemon;
 pub mod offload;
 pub mod ports;
 mod protocol;

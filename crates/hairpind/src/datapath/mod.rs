@@ -13,13 +13,15 @@
 //! - [`packet_out`]: the agent's queue of packet-outs;
 //! - [`timers`]: the InSP timer triggers' schedule;
 //! - [`doorbell`]: the eventfd that wakes sleeping threads;
-//! - [`hardware`]: the `model` offload backend's hardware stage before the pipeline.
+//! - [`hardware`]: the `model` offload backend's hardware stage before the pipeline;
+//! - [`stats`]: the thread's busy and idle rounds, for operators.
 
 pub mod doorbell;
 pub mod hardware;
 pub mod packet_out;
 pub mod ports;
 mod sink;
+pub mod stats;
 pub mod timers;
 
 use std::os::fd::RawFd;
@@ -62,6 +64,9 @@ pub struct ThreadContext {
     pub busy_poll: bool,
     /// Emulated hardware tables in front of the pipeline (`--offload PROFILE:model`).
     pub hardware: Option<hardware::HardwareStage>,
+    /// Where this thread publishes its counters.
+    pub stats: stats::AllThreads,
+    pub index: usize,
     pub stop: Arc<AtomicBool>,
 }
 
@@ -74,10 +79,15 @@ pub fn run(mut ctx: ThreadContext) {
     fds.push(ctx.doorbell.fd());
     let mut pollfds = PollSet::new(&fds);
     let mut next_report = 0;
+    let mut tally = stats::Tally::default();
     while !ctx.stop.load(Ordering::Relaxed) {
         let now = switch_core::clock::now_ns();
+        tally.round_starts(now);
         if now >= next_report {
             ctx.ports.report_io(&ctx.agent);
+            if let Some(published) = ctx.stats.get(ctx.index) {
+                tally.publish(published);
+            }
             next_report = now + IO_REPORT_NS;
         }
         let legacy = ctx.standalone && ctx.agent.connected() == 0;
@@ -111,11 +121,13 @@ pub fn run(mut ctx: ThreadContext) {
         received += run_timers(&mut ctx, &mut controller, now);
         controller.flush(now);
         ctx.ports.flush();
+        tally.round_ends(now, received != 0);
         if received == 0 {
             idle_rounds += 1;
             if idle_rounds > SPIN_ROUNDS && !ctx.busy_poll {
                 let now = switch_core::clock::now_ns();
                 let until_due = ctx.timers.next_due().saturating_sub(now);
+                tally.slept();
                 pollfds.wait(until_due.min(IDLE_POLL_NS));
             }
         } else {

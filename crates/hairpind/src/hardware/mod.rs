@@ -111,7 +111,10 @@ impl Hardware {
             .map(|(ifname, mode)| (ifname.clone(), format!("{mode:?}").to_lowercase()))
             .collect();
         for (ifname, mode) in &modes {
-            eprintln!("hairpind: XDP offload fast path on {ifname}: {mode} mode");
+            crate::log!(
+                crate::log::Level::Info,
+                "XDP offload fast path on {ifname}: {mode} mode"
+            );
         }
         *self
             .attached

@@ -225,7 +225,7 @@ impl XdpBackend {
             let receives = !info.config.no_recv && !info.config.down;
             let forwards = !info.config.down && !info.config.no_fwd && info.live;
             if let Err(e) = self.program.set_port(*port_no, ifindex, receives, forwards) {
-                eprintln!("hairpind: xdp port {port_no}: {e}");
+                crate::log!(crate::log::Level::Warn, "xdp port {port_no}: {e}");
             }
             self.ports
                 .entry(*port_no)
@@ -289,7 +289,7 @@ impl Backend for XdpBackend {
         let complete = match self.program.set_acl(&acl) {
             Ok(taken) => taken == acl.len(),
             Err(e) => {
-                eprintln!("hairpind: xdp ACL: {e}");
+                crate::log!(crate::log::Level::Warn, "xdp ACL: {e}");
                 false
             }
         };
@@ -303,7 +303,7 @@ impl Backend for XdpBackend {
         for (key, (act, slot)) in &mac {
             if self.mac.get(key) != Some(&(*act, *slot)) || stale.contains(key) {
                 if let Err(e) = self.program.set_mac(*key, *act, *slot) {
-                    eprintln!("hairpind: xdp MAC entry: {e}");
+                    crate::log!(crate::log::Level::Warn, "xdp MAC entry: {e}");
                 }
             }
         }
