@@ -1,0 +1,168 @@
+"""Operations: the Prometheus metrics page after real traffic through veths, and the
+management commands `hairpinctl` sends to the daemon (version, summary, log level).
+
+Hairpind runs in its switch namespace with ``--metrics``; the test adds two flows with
+ovs-ofctl, sends a known number of raw frames of known size from h1, a few more that miss into
+a packet-in for an OpenFlow client, scrapes ``/metrics`` from inside the namespace and parses
+it with the official Prometheus client's parser; every counter must equal the traffic sent.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from hairpin.testing import frames
+from hairpin.testing.daemon import OFPT_PACKET_IN, OfClient, find_hairpind
+from hairpin.testing.topology import SWITCH_OF_PORT, HairpinStar, hairpin_star, wait_until
+
+pytestmark = pytest.mark.usefixtures("root")
+
+METRICS_PORT = 17025
+FRAMES = 200
+MISSES = 5
+FRAME_LEN = 100
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(switch: HairpinStar, path: str = "/metrics") -> tuple[str, str]:
+    """One HTTP GET from inside the switch namespace: (status line, body)."""
+    sock = switch.switch.make_socket(socket.AF_INET, socket.SOCK_STREAM)
+    with sock:
+        sock.settimeout(5)
+        sock.connect(("127.0.0.1", METRICS_PORT))
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: switch\r\n\r\n".encode())
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.decode().partition("\r\n\r\n")
+    return head.splitlines()[0], body
+
+
+def samples(text: str) -> Samples:
+    """Every sample of the page, by name and sorted labels, through the official parser."""
+    out: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(page: Samples, metric: str, **labels: str) -> float:
+    """The one sample of ``metric`` whose labels include ``labels``."""
+    found = [
+        v
+        for (n, ls), v in page.items()
+        if n == metric and all(dict(ls).get(k) == w for k, w in labels.items())
+    ]
+    assert len(found) == 1, f"{metric}{labels}: {found}"
+    return found[0]
+
+
+def ctl(switch: HairpinStar, *args: str) -> str:
+    hairpinctl = find_hairpind().parent / "hairpinctl"
+    result = subprocess.run(
+        [str(hairpinctl), "--control", str(switch.control_path), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_metrics_count_the_traffic_sent(tmp_path: Path) -> None:
+    args = ["--metrics", f"127.0.0.1:{METRICS_PORT}"]
+    with hairpin_star(tmp_path, hosts=2, controller_port=None, extra_args=args) as switch:
+        h1, h2 = switch.hosts
+        # Traffic from h1 with this source goes to port 2; anything else misses into a
+        # packet-in (table-miss to the controller).
+        src = bytes.fromhex("02000000aa01")
+        switch.ofctl("add-flow", f"table=0,priority=10,in_port=1,dl_src={src.hex(':')},actions=2")
+        switch.ofctl("add-flow", "table=0,priority=0,actions=CONTROLLER:128")
+        client_sock = switch.switch.make_socket(socket.AF_INET, socket.SOCK_STREAM)
+        client_sock.settimeout(10)
+        client_sock.connect(("127.0.0.1", SWITCH_OF_PORT))
+        with OfClient(sock=client_sock) as client:
+            client.handshake()
+            client.barrier()
+            payload = bytes(FRAME_LEN - 14)
+            hits = [frames.frame(b"\xff" * 6, src, 0x88B5, payload)] * FRAMES
+            misses = [frames.frame(b"\xff" * 6, bytes.fromhex("02000000bb01"), 0x88B5, payload)]
+            frames.send(h1.ns, hits + misses * MISSES)
+            packet_ins = []
+            deadline = time.monotonic() + 10
+            while len(packet_ins) < MISSES and time.monotonic() < deadline:
+                msg = client.recv()
+                if msg.msg_type == OFPT_PACKET_IN:
+                    packet_ins.append(msg)
+            assert len(packet_ins) == MISSES
+
+            # Thread counters are published once a second.
+            def settled() -> bool:
+                page = samples(scrape(switch)[1])
+                return value(page, "hairpin_datapath_rounds_total", state="busy") > 0
+
+            assert wait_until(settled, 5.0), switch.log()
+            status, body = scrape(switch)
+            assert status == "HTTP/1.1 200 OK"
+            page = samples(body)
+            sent = FRAMES + MISSES
+            assert value(page, "hairpin_port_rx_packets_total", port="1", name="p1") == sent
+            assert value(page, "hairpin_port_rx_bytes_total", port="1") == sent * FRAME_LEN
+            assert value(page, "hairpin_port_tx_packets_total", port="2", name="p2") == FRAMES
+            assert value(page, "hairpin_port_tx_bytes_total", port="2") == FRAMES * FRAME_LEN
+            assert value(page, "hairpin_port_rx_packets_total", port="2") == 0
+            assert value(page, "hairpin_port_rx_dropped_total", port="1") == 0
+            assert value(page, "hairpin_port_up", port="1", interface="p1", vlan="") == 1
+            assert value(page, "hairpin_table_flows", table="0") == 2
+            assert value(page, "hairpin_table_flows", table="1") == 0
+            assert value(page, "hairpin_table_lookups_total", table="0") == sent
+            assert value(page, "hairpin_table_matches_total", table="0") == sent
+            assert value(page, "hairpin_table_misses_total", table="0") == 0
+            assert value(page, "hairpin_openflow_packet_ins_total") == MISSES
+            info = value(page, "hairpin_openflow_connection_info", kind="client", role="equal")
+            assert info == 1
+            assert value(page, "hairpin_controllers_configured") == 0
+            assert value(page, "hairpin_datapath_busy_seconds_total", thread="0") > 0
+            assert value(page, "hairpin_build_info", datapath_id="0000000000000001") == 1
+
+            # The summary tells the same story.
+            summary = json.loads(ctl(switch, "summary", "--json"))
+            port1 = next(p for p in summary["ports"] if p["port"] == 1)
+            assert port1["rx_packets"] == sent
+            assert summary["connections"][0]["packet_ins"] == MISSES
+            text = ctl(switch, "summary")
+            assert f"RX packets:{sent} bytes:{sent * FRAME_LEN}" in text, text
+        assert scrape(switch, "/other")[0] == "HTTP/1.1 404 Not Found"
+        switch.assert_alive()
+
+
+def test_version_and_log_level_at_run_time(tmp_path: Path) -> None:
+    args = ["--metrics", f"127.0.0.1:{METRICS_PORT}"]
+    with hairpin_star(tmp_path, hosts=1, controller_port=None, extra_args=args) as switch:
+        version = ctl(switch, "version").splitlines()
+        assert version[0].startswith("hairpinctl ") and version[1].startswith("hairpind ")
+        assert version[0].split()[1] == version[1].split()[1]
+        assert ctl(switch, "log-level") == "info\n"
+        scrape(switch)
+        assert "debug: metrics" not in switch.log()
+        assert ctl(switch, "log-level", "debug") == "log level debug (was info)\n"
+        scrape(switch)
+        assert wait_until(lambda: "debug: metrics: scrape from" in switch.log(), 5.0)
+        hairpinctl = find_hairpind().parent / "hairpinctl"
+        bad = subprocess.run(
+            [str(hairpinctl), "--control", str(switch.control_path), "log-level", "loud"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert bad.returncode != 0 and "not a level" in bad.stderr, bad.stderr
+        assert ctl(switch, "log-level") == "debug\n"
+        switch.assert_alive()
