@@ -43,6 +43,7 @@ cargo test --workspace 2>&1 | tee "$LOGS/cargo-test"
 
 step "release build and quick benchmark runs"
 cargo build --workspace --release --bins --examples
+scripts/package-deb.sh
 HAIRPIN_BENCH_QUICK=1 cargo bench -p switch-core --bench flowmod
 HAIRPIN_BENCH_QUICK=1 cargo bench -p offload --bench flowmod
 HAIRPIN_BENCH_QUICK=1 cargo bench -p dataplane --bench table2

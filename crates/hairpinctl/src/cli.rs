@@ -128,6 +128,9 @@ pub enum Command {
     /// Show the daemon's log level, or set it: error, warn, info or debug (control socket,
     /// `log/level`, `log/set-level`).
     LogLevel { level: Option<String> },
+    /// Print this program's manual page (roff); packaging makes hairpinctl.1 with it.
+    #[command(hide = true)]
+    ManPage,
 }
 
 /// A link state as the operator writes it.

@@ -28,6 +28,15 @@ const ERROR_POLL_INTERVAL: usize = 1024;
 /// Connects to the target and runs the command, printing to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CtlError> {
     let timeout = Duration::from_secs(cli.timeout);
+    if let Command::ManPage = cli.command {
+        let mut page = Vec::new();
+        clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+            .render(&mut page)
+            .map_err(|e| CtlError::Io(e.to_string()))?;
+        return out
+            .write_all(&page)
+            .map_err(|e| CtlError::Io(format!("cannot write the output: {e}")));
+    }
     if let Some((method, params)) = cli.command.control_call() {
         let params = match (params, &cli.command) {
             (Some(params), _) => params,
@@ -186,7 +195,8 @@ pub fn execute(
         | Command::ShowTrunks
         | Command::Version
         | Command::Summary { .. }
-        | Command::LogLevel { .. } => Err(CtlError::Usage(
+        | Command::LogLevel { .. }
+        | Command::ManPage => Err(CtlError::Usage(
             "management commands go to the control socket, not to an OpenFlow connection".into(),
         )),
     }

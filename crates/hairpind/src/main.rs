@@ -29,7 +29,11 @@ use switch_core::{Switch, SwitchSettings};
 static ALLOC: dataplane::hugepages::HugePageAlloc = dataplane::hugepages::HugePageAlloc;
 
 fn main() -> ExitCode {
-    let settings = match Settings::from_cli(config::Cli::parse()) {
+    let cli = config::Cli::parse();
+    if cli.man_page {
+        return print_man_page();
+    }
+    let settings = match Settings::from_cli(cli) {
         Ok(settings) => settings,
         Err(e) => {
             eprintln!("hairpind: {e}");
@@ -53,6 +57,19 @@ fn main() -> ExitCode {
         }
     };
     match run(settings, offload, tls) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("hairpind: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The manual page, from the same definitions as the command line.
+fn print_man_page() -> ExitCode {
+    use clap::CommandFactory;
+    let page = clap_mangen::Man::new(config::Cli::command()).section("8");
+    match page.render(&mut std::io::stdout()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("hairpind: {e}");

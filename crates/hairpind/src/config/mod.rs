@@ -191,6 +191,9 @@ pub struct Cli {
     /// run time with `hairpinctl log-level`).
     #[arg(long, value_name = "LEVEL", value_parser = parse_log_level)]
     pub log_level: Option<crate::log::Level>,
+    /// Print this program's manual page (roff) and exit; packaging makes hairpind.8 with it.
+    #[arg(long, hide = true)]
+    pub man_page: bool,
     /// Hardware offload: a profile (shipped name or file) and the backend, model or xdp.
     #[arg(long, value_name = "PROFILE[:BACKEND]", value_parser = parse_offload)]
     pub offload: Option<OffloadSpec>,
