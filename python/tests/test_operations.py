@@ -166,3 +166,42 @@ def test_version_and_log_level_at_run_time(tmp_path: Path) -> None:
         assert bad.returncode != 0 and "not a level" in bad.stderr, bad.stderr
         assert ctl(switch, "log-level") == "debug\n"
         switch.assert_alive()
+
+
+def test_trace_follows_the_live_tables_and_counts_nothing(tmp_path: Path) -> None:
+    args = ["--metrics", f"127.0.0.1:{METRICS_PORT}"]
+    with hairpin_star(tmp_path, hosts=2, controller_port=None, extra_args=args) as switch:
+        switch.ofctl(
+            "add-flow",
+            "table=0,priority=100,cookie=0x7,in_port=1,ip,nw_dst=10.0.0.2,"
+            "actions=set_field:10.0.0.9->ip_dst,goto_table:1",
+        )
+        switch.ofctl("add-flow", "table=1,priority=10,ip,nw_dst=10.0.0.9,actions=dec_ttl,output:2")
+        switch.ofctl("add-flow", "table=1,priority=5,ip,nw_dst=10.0.0.2,actions=output:1")
+        text = ctl(switch, "trace", "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=53")
+        lines = text.splitlines()
+        table0 = next(line for line in lines if line.startswith("0. "))
+        assert "cookie=0x7" in table0 and "nw_dst=10.0.0.2" in table0, text
+        assert "    apply: set_field:0xa000009->Ipv4Dst" in lines, text
+        assert "    goto_table:1" in lines, text
+        table1 = next(line for line in lines if line.startswith("1. "))
+        assert "priority=10" in table1 and "nw_dst=10.0.0.9" in table1, text
+        assert lines[-1] == "Datapath actions: output:2", text
+        miss = ctl(switch, "trace", "in_port=2,arp")
+        assert "0. No match: the packet is dropped." in miss, miss
+        assert "Datapath actions: drop" in miss, miss
+        # A trace sends nothing and counts nothing.
+        time.sleep(1.2)
+        page = samples(scrape(switch)[1])
+        assert value(page, "hairpin_table_lookups_total", table="0") == 0
+        assert value(page, "hairpin_port_tx_packets_total", port="2") == 0
+        assert all("n_packets=0," in flow for flow in switch.flows()), switch.flows()
+        hairpinctl = find_hairpind().parent / "hairpinctl"
+        bad = subprocess.run(
+            [str(hairpinctl), "--control", str(switch.control_path), "trace", "in_port=9,ip"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert bad.returncode != 0 and "no port 9" in bad.stderr, bad.stderr
+        switch.assert_alive()

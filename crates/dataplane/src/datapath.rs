@@ -143,6 +143,15 @@ impl DatapathReaderFactory {
     pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
+
+    /// Follows `frame`, arriving on `in_port`, through the tables the datapath threads run
+    /// now, without sending it or moving any counter (see [`crate::trace`]); `None` once the
+    /// writer is gone.
+    pub fn trace(&self, in_port: u32, frame: &[u8]) -> Option<crate::trace::Trace> {
+        let handle = self.handles.handle();
+        let state = handle.enter()?;
+        Some(crate::trace::trace(&state, in_port, frame))
+    }
 }
 
 /// One datapath thread's handle: classifies and acts on batches.

@@ -9,7 +9,8 @@
 //! - Pipeline (private): tables stage by stage over a batch, compiled flow programs, the action
 //!   set in spec order, groups, meters, InSP, NORMAL, packet-in/out.
 //! - Parts: [`parse`], [`checksum`], [`meter`], [`normal`], [`buffers`], [`template`];
-//!   [`hugepages`], the allocator binaries install so large tables get 2 MiB pages.
+//!   [`hugepages`], the allocator binaries install so large tables get 2 MiB pages;
+//!   [`trace`], a packet followed through the tables without being sent.
 //!
 //! The hot path never allocates per packet (all scratch is preallocated per reader) and never
 //! panics: every packet offset is checked against the frame.
@@ -35,4 +36,5 @@ mod program;
 pub mod shared;
 mod snapshot;
 pub mod template;
+pub mod trace;
 mod wire;

@@ -128,6 +128,13 @@ pub enum Command {
     /// Show the daemon's log level, or set it: error, warn, info or debug (control socket,
     /// `log/level`, `log/set-level`).
     LogLevel { level: Option<String> },
+    /// Run the packet a flow description gives (`in_port=1,tcp,nw_dst=10.0.0.2,tp_dst=80`)
+    /// through the current tables without sending it, and print every table, entry and
+    /// action it meets (control socket, `trace`; like ovs-appctl ofproto/trace).
+    Trace {
+        #[arg(required = true)]
+        flow: Vec<String>,
+    },
     /// Print this program's manual page (roff); packaging makes hairpinctl.1 with it.
     #[command(hide = true)]
     ManPage,

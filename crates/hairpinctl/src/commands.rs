@@ -46,6 +46,11 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CtlError> {
         let result = control::call(&cli.control, timeout, &method, params)?;
         return write_out(out, &control::format_result(&result));
     }
+    if let Command::Trace { flow } = &cli.command {
+        let params = crate::trace::request(flow)?;
+        let result = control::call(&cli.control, timeout, "trace", params)?;
+        return write_out(out, &crate::trace::format(flow, &result));
+    }
     if let Some(command) = cli.command.daemon_command() {
         let (method, params) = crate::daemon::request(&command);
         let result = control::call(&cli.control, timeout, method, params)?;
@@ -196,7 +201,8 @@ pub fn execute(
         | Command::Version
         | Command::Summary { .. }
         | Command::LogLevel { .. }
-        | Command::ManPage => Err(CtlError::Usage(
+        | Command::ManPage
+        | Command::Trace { .. } => Err(CtlError::Usage(
             "management commands go to the control socket, not to an OpenFlow connection".into(),
         )),
     }

@@ -22,6 +22,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod compose;
 pub mod conn;
 pub mod control;
 pub mod controllets;
@@ -32,5 +33,6 @@ pub mod output;
 pub mod placement;
 pub mod syntax;
 pub mod target;
+pub mod trace;
 
 pub use error_names::describe_error;

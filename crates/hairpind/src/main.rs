@@ -192,6 +192,7 @@ fn run(
         controllers_configured: settings.controllers.len(),
     };
     control::daemon::register(&mut registry, sources.clone());
+    control::trace::register(&mut registry, agent.clone(), readers.clone());
     if let Some(hw) = &offload {
         hw.register(&mut registry);
         handles.push(hw.spawn_ticker(Arc::clone(&stop))?);

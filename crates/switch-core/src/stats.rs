@@ -158,25 +158,20 @@ impl Switch {
         Ok(self
             .selected_flows(req)?
             .into_iter()
-            .map(|(table_id, e)| {
-                let (packet_count, byte_count) = e.counts();
-                let (duration_sec, duration_nsec) = duration(e.created_ns, now_ns);
-                FlowStats {
-                    table_id,
-                    duration_sec,
-                    duration_nsec,
-                    priority: e.priority,
-                    idle_timeout: e.idle_timeout,
-                    hard_timeout: e.hard_timeout,
-                    flags: e.flags,
-                    cookie: e.cookie,
-                    packet_count,
-                    byte_count,
-                    match_: e.match_.clone(),
-                    instructions: e.instructions.clone(),
-                }
-            })
+            .map(|(table_id, e)| entry_stats(table_id, e, now_ns))
             .collect())
+    }
+
+    /// One flow entry as flow stats report it, by its datapath id (what a trace of the
+    /// datapath names).
+    pub fn flow_stats_by_id(
+        &self,
+        table_id: u8,
+        id: dataplane::model::FlowId,
+        now_ns: u64,
+    ) -> Option<FlowStats> {
+        let table = self.tables.get(usize::from(table_id))?;
+        table.get(id).map(|e| entry_stats(table_id, e, now_ns))
     }
 
     fn aggregate_stats(&self, req: &FlowStatsRequest) -> Result<AggregateStats, OfpError> {
@@ -310,5 +305,24 @@ impl Switch {
                 }
             })
             .collect()
+    }
+}
+
+fn entry_stats(table_id: u8, e: &FlowEntry, now_ns: u64) -> FlowStats {
+    let (packet_count, byte_count) = e.counts();
+    let (duration_sec, duration_nsec) = duration(e.created_ns, now_ns);
+    FlowStats {
+        table_id,
+        duration_sec,
+        duration_nsec,
+        priority: e.priority,
+        idle_timeout: e.idle_timeout,
+        hard_timeout: e.hard_timeout,
+        flags: e.flags,
+        cookie: e.cookie,
+        packet_count,
+        byte_count,
+        match_: e.match_.clone(),
+        instructions: e.instructions.clone(),
     }
 }

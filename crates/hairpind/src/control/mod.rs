@@ -17,6 +17,7 @@ pub mod ports;
 mod protocol;
 pub mod templates;
 pub mod timers;
+pub mod trace;
 
 use std::collections::BTreeMap;
 use std::io;
