@@ -57,4 +57,7 @@ scripts/fuzz.sh "${HAIRPIN_FUZZ_SECONDS:-60}"
 
 step "python integration tests"
 HAIRPIN_BIN="$REPO/target/release" .venv/bin/pytest -q -rs python/tests 2>&1 | tee "$LOGS/pytest"
+
+step "soak (2 minutes; docs/operations.md has the 30-minute run)"
+HAIRPIN_BIN="$REPO/target/release" .venv/bin/python -m hairpin.soak --minutes 2 >"$LOGS/soak.json"
 summary
