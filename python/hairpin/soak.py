@@ -65,6 +65,9 @@ OXM_IPV4_DST = 12
 CHURN_TABLE = 2
 TRAFFIC_ETHERTYPE = 0x88B5
 FRAME_LEN = 100
+# A churned flow and a group as `hairpinctl dump-flows` / `dump-groups` print them.
+FLOW_LINE = re.compile(r"priority=(\d+),ip,nw_dst=([\d.]+) actions=output(?::|\(port=)(\d+)")
+GROUP_LINE = re.compile(r"group_id=(\d+),.*output(?::|\(port=)(\d+)")
 # Memory may grow by this much after the warm-up (allocator arenas settle), descriptors not.
 RSS_SLACK_KIB = 8 * 1024
 FD_SLACK = 2
@@ -341,7 +344,7 @@ class Soak:
         failures.extend(self.errors)
         dumped = set()
         for line in self.ctl("dump-flows", f"table={CHURN_TABLE}").splitlines():
-            found = re.search(r"priority=(\d+),ip,nw_dst=([\d.]+) actions=output(?::|\(port=)(\d+)", line)
+            found = FLOW_LINE.search(line)
             if found:
                 dumped.add((int(found[1]), found[2], int(found[3])))
             elif "actions=" in line:
@@ -354,7 +357,7 @@ class Soak:
             )
         groups = {}
         for line in self.ctl("dump-groups").splitlines():
-            found = re.search(r"group_id=(\d+),.*output(?::|\(port=)(\d+)", line)
+            found = GROUP_LINE.search(line)
             if found:
                 groups[int(found[1])] = int(found[2])
         if groups != self.model.groups:
