@@ -473,5 +473,7 @@ mod tests {
         ];
         outbox.events(wire, &marks, &mut Vec::new());
         assert_eq!(read_all(&mut peer), b"miss;action;removed;");
+        // Packet-ins sent are counted; the one the async config filters out is not.
+        assert_eq!(outbox.packet_ins(), 2);
     }
 }
