@@ -199,8 +199,7 @@ fn run(
     }
     log!(
         log::Level::Info,
-        "{} {}: datapath {:016x}, {} ports, {} datapath threads",
-        "hairpind",
+        "version {}, datapath {:016x}, {} ports, {} datapath threads",
         env!("CARGO_PKG_VERSION"),
         settings.datapath_id,
         map.ports.len(),
