@@ -127,6 +127,7 @@ def test_metrics_count_the_traffic_sent(tmp_path: Path) -> None:
             assert value(page, "hairpin_table_matches_total", table="0") == sent
             assert value(page, "hairpin_table_misses_total", table="0") == 0
             assert value(page, "hairpin_openflow_packet_ins_total") == MISSES
+            assert value(page, "hairpin_openflow_packet_ins_limited_total") == 0
             info = value(page, "hairpin_openflow_connection_info", kind="client", role="equal")
             assert info == 1
             assert value(page, "hairpin_controllers_configured") == 0

@@ -78,7 +78,7 @@ fn summary(r: &Value) -> String {
     for c in rows(&r["connections"]) {
         let _ = writeln!(
             out,
-            "  connection {}: {}, role {}{}, packet-ins {}, dropped {}",
+            "  connection {}: {}, role {}{}, packet-ins {} (limited {}), async dropped {}",
             num(&c["id"]),
             text(&c["kind"]),
             text(&c["role"]),
@@ -88,6 +88,7 @@ fn summary(r: &Value) -> String {
                 " (handshake pending)"
             },
             num(&c["packet_ins"]),
+            num(&c["packet_ins_limited"]),
             num(&c["dropped"])
         );
     }
@@ -172,7 +173,8 @@ mod tests {
             "datapath_id": 10,
             "controllers_configured": 1, "controllers_connected": 1,
             "connections": [{"id": 3, "kind": "controller", "role": "master",
-                             "negotiated": true, "packet_ins": 5, "dropped": 0}],
+                             "negotiated": true, "packet_ins": 5, "packet_ins_limited": 2,
+                             "dropped": 0}],
             "threads": [{"busy_rounds": 1, "idle_rounds": 3, "busy_ns": 1_500_000_000u64,
                          "sleeps": 2}],
             "ports": [{"port": 7, "name": "acc7", "interface": "trunk0", "vlan": "100",
@@ -186,7 +188,7 @@ mod tests {
         let s = summary(&r);
         assert!(s.starts_with("datapath 000000000000000a\n"), "{s}");
         assert!(
-            s.contains("connection 3: controller, role master, packet-ins 5"),
+            s.contains("connection 3: controller, role master, packet-ins 5 (limited 2)"),
             "{s}"
         );
         assert!(

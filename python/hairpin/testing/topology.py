@@ -126,6 +126,7 @@ def hairpin_star(
     log_path = workdir / "hairpind.log"
     control_path = workdir / "hairpind.ctl"
     args = [*wrapper, str(binary), "--datapath-id", "0x1", "--fail-mode", fail_mode]
+    args += list(extra_args)
     args += ["--listen", f"ptcp:{SWITCH_OF_PORT}:127.0.0.1"]
     args += ["--control-socket", str(control_path)]
     if controller_port is not None:
