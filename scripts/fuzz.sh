@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every cargo-fuzz target for a bounded time each (default 60 s): the OpenFlow decoder and
-# the datapath pipeline. Installs cargo-fuzz on first use. Exits non-zero on any crash.
+# Runs every cargo-fuzz target for a bounded time each (default 60 s): the OpenFlow decoder, the
+# datapath pipeline, and the packet parser with a trace through tables of every action kind.
+# Installs cargo-fuzz on first use. Exits non-zero on any crash.
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SECONDS_PER_TARGET=${1:-60}
