@@ -13,8 +13,8 @@ interface, and the median of every step is printed:
 5. hairpind in user space: ring, pipeline, InSP, transmit ring, up to its ``sendto`` kick;
 6. the reply crossing the veth to the probe's interface.
 
-With ``--busy-poll`` the thread never sleeps, so steps 2 to 4 vanish and step 5 runs from
-the request's arrival at the port.
+With ``--busy-poll`` the thread never sleeps, so the wake-up, the wait for a core and the
+return from ppoll vanish, and user space runs from the request's arrival at the port.
 """
 
 from __future__ import annotations
