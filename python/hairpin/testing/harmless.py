@@ -1,6 +1,6 @@
-"""HARMLESS sites for tests: a legacy 802.1Q switch (a private Open vSwitch in standalone mode,
-its own namespace) with hosts on its access ports, and a trunk to the namespace where
-`hairpind` runs with the access ports as its logical ports (seed 000 Figs. 2-3).
+"""HARMLESS sites for tests: legacy 802.1Q switches (:mod:`.legacy`) with hosts on their access
+ports, and a trunk from each to the namespace where `hairpind` runs with the access ports as its
+logical ports (seed 000 Figs. 2-3).
 
 :func:`legacy_site` builds the network: for each legacy switch ``L``, hosts ``L.access`` on
 access ports in VLANs 101, 102, ... (the legacy port names are ``ge1``, ``ge2``, ...), optional
@@ -14,7 +14,6 @@ Everything is removed when the ``with`` blocks end.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -22,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hairpin.testing.daemon import find_hairpind
-from hairpin.testing.netns import Host, Namespace, link, namespace, unique_prefix
+from hairpin.testing.legacy import AccessPort, LegacySwitch
+from hairpin.testing.netns import Host, Namespace, cabled_host, link, namespace, unique_prefix
 from hairpin.testing.ovs import OvsInstance, ovs_instance
 from hairpin.testing.topology import background, wait_until
 
@@ -31,35 +31,6 @@ SWITCH_OF_PORT = 16800
 CONTROLLER_PORT = 16801
 FIRST_VLAN = 101
 ORDINARY_VLAN = 10
-
-
-@dataclass
-class AccessPort:
-    """A legacy access port with its host, and the OpenFlow port it becomes."""
-
-    name: str
-    vlan: int
-    host: Host
-    of_port: int
-
-
-@dataclass
-class LegacySwitch:
-    """One legacy switch: its OVS instance and bridge, ports and trunk."""
-
-    ns: Namespace
-    ovs: OvsInstance
-    access: list[AccessPort]
-    ordinary: list[Host]
-    trunk: str  # the trunk's interface in the switch namespace
-
-    def trunk_packets(self) -> tuple[int, int]:
-        """The legacy trunk port's (received, transmitted) packets, read from the datapath."""
-        out = self.ovs.run("ovs-ofctl", "dump-ports", "br0", "up0").stdout
-        rx = re.search(r"rx pkts=(\d+)", out)
-        tx = re.search(r"tx pkts=(\d+)", out)
-        assert rx and tx, out
-        return int(rx.group(1)), int(tx.group(1))
 
 
 @dataclass
@@ -77,6 +48,11 @@ class LegacySite:
     def access_hosts(self) -> list[Host]:
         return [port.host for port in self.access]
 
+    def of_port(self, port: AccessPort) -> int:
+        """The OpenFlow port an access port becomes: its place among all access ports
+        (its host is 10.0.0.N, N the same number)."""
+        return self.access.index(port) + 1
+
     def hairpind_args(
         self, only: Sequence[AccessPort] | None = None, native: AccessPort | None = None
     ) -> list[str]:
@@ -90,7 +66,7 @@ class LegacySite:
                 if only is not None and port not in only:
                     continue
                 vlan = "native" if port is native else str(port.vlan)
-                args += ["--port", f"{port.of_port}=sw{index}:{vlan}:{port.name}"]
+                args += ["--port", f"{self.of_port(port)}=sw{index}:{vlan}:{port.name}"]
         return args
 
 
@@ -124,23 +100,19 @@ def legacy_site(
                 vlans += list(extra_vlans)
             ports: list[AccessPort] = []
             for number, vlan in enumerate(vlans, start=1):
-                host_ns = stack.enter_context(namespace(f"{prefix}-h{of_port}"))
-                host = Host(host_ns, f"10.0.0.{of_port}")
                 name = f"ge{number}"
-                link(ns, name, host_ns, "eth0")
-                host_ns.run("ip", "addr", "add", f"{host.address}/24", "dev", "eth0")
-                ports.append(AccessPort(name, vlan, host, of_port))
+                address = f"10.0.0.{of_port}"
+                host = cabled_host(stack, f"{prefix}-h{of_port}", ns, name, address)
+                ports.append(AccessPort(name, vlan, host))
                 of_port += 1
             ordinary_hosts: list[Host] = []
             for number in range(1, (ordinary if index == 1 else 0) + 1):
-                host_ns = stack.enter_context(namespace(f"{prefix}-o{number}"))
-                host = Host(host_ns, f"10.0.1.{number}")
-                link(ns, f"ord{number}", host_ns, "eth0")
-                host_ns.run("ip", "addr", "add", f"{host.address}/24", "dev", "eth0")
+                address = f"10.0.1.{number}"
+                host = cabled_host(stack, f"{prefix}-o{number}", ns, f"ord{number}", address)
                 ordinary_hosts.append(host)
             ovs = stack.enter_context(ovs_instance(ns))
             _configure_legacy(ovs, ports, len(ordinary_hosts), native_vlan, qinq)
-            site.legacy.append(LegacySwitch(ns, ovs, ports, ordinary_hosts, trunk))
+            site.legacy.append(LegacySwitch(ns, ovs, ports, "up0", trunk, ordinary_hosts))
         yield site
 
 

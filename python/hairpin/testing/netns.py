@@ -154,9 +154,15 @@ def star(prefix: str, count: int, net: str = "10.0.0") -> Iterator[Star]:
     with ExitStack() as stack:
         topo = Star(stack.enter_context(namespace(f"{prefix}-sw")))
         for i in range(1, count + 1):
-            host_ns = stack.enter_context(namespace(f"{prefix}-h{i}"))
-            link(topo.switch, f"p{i}", host_ns, "eth0")
-            address = f"{net}.{i}"
-            host_ns.run("ip", "addr", "add", f"{address}/24", "dev", "eth0")
-            topo.hosts.append(Host(host_ns, address))
+            host = cabled_host(stack, f"{prefix}-h{i}", topo.switch, f"p{i}", f"{net}.{i}")
+            topo.hosts.append(host)
         yield topo
+
+
+def cabled_host(stack: ExitStack, name: str, switch: Namespace, port: str, address: str) -> Host:
+    """A host namespace ``name`` whose eth0 (``address``/24) is cabled to ``port`` in
+    ``switch``; it is deleted when ``stack`` closes."""
+    host_ns = stack.enter_context(namespace(name))
+    link(switch, port, host_ns, "eth0")
+    host_ns.run("ip", "addr", "add", f"{address}/24", "dev", "eth0")
+    return Host(host_ns, address)
