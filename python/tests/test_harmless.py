@@ -22,15 +22,9 @@ import pytest
 
 from hairpin.testing import frames
 from hairpin.testing.daemon import OfClient
-from hairpin.testing.harmless import (
-    CONTROLLER_PORT,
-    Hairpind,
-    LegacySite,
-    legacy_site,
-    run_hairpind,
-)
+from hairpin.testing.harmless import CONTROLLER_PORT, LegacySite, legacy_site, run_hairpind
 from hairpin.testing.netns import Host
-from hairpin.testing.topology import background, iperf3_tcp_bps, wait_until
+from hairpin.testing.topology import Hairpind, background, iperf3_tcp_bps, wait_until
 
 pytestmark = pytest.mark.usefixtures("root")
 

@@ -13,18 +13,15 @@ Everything is removed when the ``with`` blocks end.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hairpin.testing.daemon import find_hairpind
 from hairpin.testing.legacy import AccessPort, LegacySwitch
 from hairpin.testing.netns import Host, Namespace, cabled_host, link, namespace, unique_prefix
 from hairpin.testing.ovs import OvsInstance, ovs_instance
-from hairpin.testing.topology import background, wait_until
+from hairpin.testing.topology import Hairpind, background, hairpind_command, wait_until
 
 # Inside the switch namespace: hairpind's OpenFlow listener, and where controllers listen.
 SWITCH_OF_PORT = 16800
@@ -147,51 +144,6 @@ def _configure_legacy(
     ovs.ns.run("ip", "link", "set", "br0", "up")
 
 
-@dataclass
-class Hairpind:
-    """A hairpind running in a site's switch namespace."""
-
-    ns: Namespace
-    process: subprocess.Popen[bytes]
-    log_path: Path
-    control: Path
-    #: Its OpenFlow listener on a unix socket, reachable from outside the namespace.
-    unix_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def assert_alive(self) -> None:
-        status = self.process.poll()
-        assert status is None, f"hairpind exited with status {status}:\n{self.log()}"
-
-    def ofctl(self, *args: str) -> str:
-        """``ovs-ofctl -O OpenFlow13 COMMAND tcp:... ARGS`` against hairpind's listener."""
-        command, *rest = args
-        target = f"tcp:127.0.0.1:{SWITCH_OF_PORT}"
-        result = self.ns.run(
-            "ovs-ofctl", "-O", "OpenFlow13", "--timeout=10", command, target, *rest, check=False
-        )
-        assert result.returncode == 0, f"ovs-ofctl {command} failed: {result.stderr}"
-        return result.stdout
-
-    def ctl(self, *args: str) -> str:
-        """``hairpinctl --control ... ARGS`` (management commands); fails on an error."""
-        binary = find_hairpind().parent / "hairpinctl"
-        result = self.ns.run(str(binary), "--control", str(self.control), *args, check=False)
-        assert result.returncode == 0, f"hairpinctl {args} failed: {result.stderr}"
-        return result.stdout
-
-    def trunks(self) -> list[dict[str, object]]:
-        """``trunk/show``: each trunk with its counters and legacy ports."""
-        trunks: list[dict[str, object]] = json.loads(self.ctl("show-trunks"))
-        return trunks
-
-    def controller_connected(self, port: int = CONTROLLER_PORT) -> bool:
-        listing = self.ns.run("ss", "-Htn", "state", "established", f"dport = :{port}")
-        return bool(listing.stdout.strip())
-
-
 @contextmanager
 def run_hairpind(
     site: LegacySite,
@@ -203,25 +155,19 @@ def run_hairpind(
     """hairpind in the switch namespace with ``ports`` (default: the site's logical ports),
     connecting to a controller on ``CONTROLLER_PORT`` unless ``controller`` is false."""
     log_path = workdir / "hairpind.log"
-    control = workdir / "hairpind.ctl"
+    control_path = workdir / "hairpind.ctl"
     unix_path = workdir / "hairpind.sock"
-    args = [str(find_hairpind()), "--datapath-id", "0x1", "--fail-mode", "secure"]
-    args += ["--listen", f"ptcp:{SWITCH_OF_PORT}:127.0.0.1", "--listen", f"punix:{unix_path}"]
-    args += ["--control-socket", str(control)]
-    if controller:
-        args += ["--controller", f"tcp:127.0.0.1:{CONTROLLER_PORT}"]
+    args = hairpind_command(
+        SWITCH_OF_PORT, control_path, controller_port=CONTROLLER_PORT if controller else None
+    )
+    args += ["--listen", f"punix:{unix_path}"]
     args += list(site.hairpind_args() if ports is None else ports)
     args += list(extra_args)
     with background(site.switch, args, log_path) as process:
-        daemon = Hairpind(site.switch, process, log_path, control, unix_path)
-
-        def listening() -> bool:
-            daemon.assert_alive()
-            show = ["ovs-ofctl", "-O", "OpenFlow13", "show", f"tcp:127.0.0.1:{SWITCH_OF_PORT}"]
-            return site.switch.run(*show, check=False).returncode == 0
-
-        if not wait_until(listening, 20.0):
-            raise RuntimeError(f"hairpind did not start listening:\n{daemon.log()}")
+        daemon = Hairpind(
+            site.switch, process, log_path, control_path, SWITCH_OF_PORT, CONTROLLER_PORT, unix_path
+        )
+        daemon.wait_listening()
 
         def links_up() -> bool:
             # A veth's carrier follows its peer's within a second (the kernel's link watch):

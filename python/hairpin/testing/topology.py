@@ -65,22 +65,38 @@ def stop(process: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
         process.wait()
 
 
-@dataclass
-class HairpinStar:
-    """Hosts around a running hairpind, and the tools to look at it."""
+def hairpind_command(
+    of_port: int,
+    control_path: Path,
+    fail_mode: str = "secure",
+    controller_port: int | None = None,
+) -> list[str]:
+    """hairpind's command line in a test namespace: datapath id 1, an OpenFlow listener on the
+    namespace's 127.0.0.1:``of_port``, the management socket at ``control_path``, and a
+    connection to a controller on 127.0.0.1:``controller_port`` unless that is None. Callers
+    add its ports and whatever else the test needs."""
+    args = [str(find_hairpind()), "--datapath-id", "0x1", "--fail-mode", fail_mode]
+    args += ["--listen", f"ptcp:{of_port}:127.0.0.1", "--control-socket", str(control_path)]
+    if controller_port is not None:
+        args += ["--controller", f"tcp:127.0.0.1:{controller_port}"]
+    return args
 
-    topo: Star
+
+@dataclass
+class Hairpind:
+    """A hairpind running in a namespace (started by :func:`background` with a
+    :func:`hairpind_command` line), and the tools to look at it."""
+
+    ns: Namespace
     process: subprocess.Popen[bytes]
     log_path: Path
     control_path: Path
-
-    @property
-    def switch(self) -> Namespace:
-        return self.topo.switch
-
-    @property
-    def hosts(self) -> list[Host]:
-        return self.topo.hosts
+    #: Its passive OpenFlow listener, on the namespace's 127.0.0.1.
+    of_port: int
+    #: Where its controller listens, on the namespace's 127.0.0.1.
+    controller_port: int
+    #: Its OpenFlow listener on a unix socket, reachable from outside the namespace, if any.
+    unix_path: Path | None
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -89,11 +105,24 @@ class HairpinStar:
         status = self.process.poll()
         assert status is None, f"hairpind exited with status {status}:\n{self.log()}"
 
+    def wait_listening(self, timeout: float = 20.0) -> None:
+        """Returns once its OpenFlow listener answers; raises with its log if it exits first
+        or ``timeout`` seconds pass."""
+
+        def listening() -> bool:
+            self.assert_alive()
+            show = ["ovs-ofctl", "-O", "OpenFlow13", "show", f"tcp:127.0.0.1:{self.of_port}"]
+            return self.ns.run(*show, check=False).returncode == 0
+
+        if not wait_until(listening, timeout):
+            raise RuntimeError(f"hairpind did not start listening:\n{self.log()}")
+
     def ofctl(self, *args: str) -> str:
-        """``ovs-ofctl -O OpenFlow13 COMMAND tcp:...`` against hairpind's passive listener."""
+        """``ovs-ofctl -O OpenFlow13 COMMAND tcp:... ARGS`` against hairpind's passive
+        listener; fails on an error."""
         command, *rest = args
-        target = f"tcp:127.0.0.1:{SWITCH_OF_PORT}"
-        result = self.switch.run(
+        target = f"tcp:127.0.0.1:{self.of_port}"
+        result = self.ns.run(
             "ovs-ofctl", "-O", "OpenFlow13", "--timeout=10", command, target, *rest, check=False
         )
         assert result.returncode == 0, f"ovs-ofctl {command} failed: {result.stderr}"
@@ -104,10 +133,39 @@ class HairpinStar:
         lines = self.ofctl("dump-flows").splitlines()
         return [line.strip() for line in lines if "actions=" in line]
 
-    def controller_connected(self, port: int = CONTROLLER_PORT) -> bool:
-        """True while hairpind holds an established TCP connection to 127.0.0.1:port."""
-        listing = self.switch.run("ss", "-Htn", "state", "established", f"dport = :{port}")
+    def ctl(self, *args: str) -> str:
+        """``hairpinctl --control ... ARGS`` (management commands); fails on an error."""
+        binary = find_hairpind().parent / "hairpinctl"
+        result = self.ns.run(str(binary), "--control", str(self.control_path), *args, check=False)
+        assert result.returncode == 0, f"hairpinctl {args} failed: {result.stderr}"
+        return result.stdout
+
+    def trunks(self) -> list[dict[str, object]]:
+        """``trunk/show``: each trunk with its counters and legacy ports."""
+        trunks: list[dict[str, object]] = json.loads(self.ctl("show-trunks"))
+        return trunks
+
+    def controller_connected(self) -> bool:
+        """True while hairpind holds an established TCP connection to its controller's port."""
+        listing = self.ns.run(
+            "ss", "-Htn", "state", "established", f"dport = :{self.controller_port}"
+        )
         return bool(listing.stdout.strip())
+
+
+@dataclass
+class HairpinStar(Hairpind):
+    """Hosts around a running hairpind."""
+
+    topo: Star
+
+    @property
+    def switch(self) -> Namespace:
+        return self.topo.switch
+
+    @property
+    def hosts(self) -> list[Host]:
+        return self.topo.hosts
 
 
 @contextmanager
@@ -122,29 +180,21 @@ def hairpin_star(
     """``hosts`` host namespaces (10.0.0.i/24) cabled to ports 1..N of a hairpind in the switch
     namespace, which connects to ``tcp:127.0.0.1:controller_port`` unless that is None.
     ``extra_args`` go to hairpind, ``wrapper`` before it (``chrt -f 50``, ``taskset``...)."""
-    binary = find_hairpind()
     log_path = workdir / "hairpind.log"
     control_path = workdir / "hairpind.ctl"
-    args = [*wrapper, str(binary), "--datapath-id", "0x1", "--fail-mode", fail_mode]
+    args = [*wrapper, *hairpind_command(SWITCH_OF_PORT, control_path, fail_mode, controller_port)]
     args += list(extra_args)
-    args += ["--listen", f"ptcp:{SWITCH_OF_PORT}:127.0.0.1"]
-    args += ["--control-socket", str(control_path)]
-    if controller_port is not None:
-        args += ["--controller", f"tcp:127.0.0.1:{controller_port}"]
     for number in range(1, hosts + 1):
         args += ["--port", f"{number}=p{number}"]
     with ExitStack() as stack:
         topo = stack.enter_context(star(unique_prefix(), hosts))
         process = stack.enter_context(background(topo.switch, args, log_path))
-        switch = HairpinStar(topo, process, log_path, control_path)
-
-        def listening() -> bool:
-            switch.assert_alive()
-            show = ["ovs-ofctl", "-O", "OpenFlow13", "show", f"tcp:127.0.0.1:{SWITCH_OF_PORT}"]
-            return topo.switch.run(*show, check=False).returncode == 0
-
-        if not wait_until(listening, 20.0):
-            raise RuntimeError(f"hairpind did not start listening:\n{switch.log()}")
+        # With none named, a controller the test starts later listens on the usual port.
+        listening = CONTROLLER_PORT if controller_port is None else controller_port
+        switch = HairpinStar(
+            topo.switch, process, log_path, control_path, SWITCH_OF_PORT, listening, None, topo
+        )
+        switch.wait_listening()
         yield switch
 
 
