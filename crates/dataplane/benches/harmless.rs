@@ -1,8 +1,8 @@
 //! Table II of seed 000 in HARMLESS form, beside the same cells without a trunk, in one run:
-//! the four pipelines of the `table2` benchmark (its workloads, traces and reference, shared
-//! through `#[path]`) at 100 to 100K flows, one core, 64-byte packets, in memory. Then the
-//! Fig. 9 analogue: L3/100K and LB/10K with one and two datapath threads. Results:
-//! `docs/bench/harmless.md`.
+//! the four pipelines of the `table2` benchmark (its workloads, traces, reference, installation
+//! and timing, shared through `#[path]`) at 100 to 100K flows, one core, 64-byte packets, in
+//! memory. Then the Fig. 9 analogue: L3/100K and LB/10K with one and two datapath threads.
+//! Results: `docs/bench/harmless.md`.
 //!
 //! Three forms of the same datapath, installed once per cell, differing only in the trunk:
 //! - direct: each packet's frame sits in a NIC receive buffer as it arrived on its port's own
@@ -43,25 +43,29 @@ mod cases;
 #[path = "table2/frames.rs"]
 #[allow(dead_code)]
 mod frames;
+#[path = "table2/install.rs"]
+mod install;
 #[path = "table2/reference.rs"]
 #[allow(dead_code)]
 mod reference;
+#[path = "table2/timing.rs"]
+mod timing;
 #[path = "table2/traffic.rs"]
 #[allow(dead_code)]
 mod traffic;
 
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cases::{Flow, Rng, Workload, CASES};
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink, BURST};
-use dataplane::datapath::{self, DatapathConfig, DatapathReader, DatapathReaderFactory};
+use dataplane::datapath::{DatapathReader, DatapathReaderFactory};
 use frames::FRAME_LEN;
-use ofp::{Message, Port, PortState};
+use install::install;
 use ports::trunk::{vlan_tag, VlanMap};
 use ports::{write_tagged, RxFrame, VlanTag};
 use reference::{Verdict, EXTERNAL};
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+use timing::{loadavg, median, slice, Slice};
 
 /// Large tables on huge pages, as in the daemon.
 #[global_allocator]
@@ -142,43 +146,6 @@ impl Options {
                 .any(|c| c == name || c == format!("{name}:{flows}"))
         })
     }
-}
-
-struct NoPacketOuts;
-
-impl PacketOutQueue for NoPacketOuts {
-    fn submit(&mut self, _job: PacketOutJob) {}
-}
-
-/// The workload's messages through a switch core over a new datapath, ports 1..=EXTERNAL up.
-fn install(w: &Workload) -> Result<(Switch, DatapathReaderFactory), String> {
-    let (writer, readers) = datapath::new(DatapathConfig::default());
-    let shared = Arc::clone(writer.shared());
-    let settings = SwitchSettings {
-        datapath_id: 1,
-        n_tables: 254,
-        n_buffers: 256,
-    };
-    let mut switch = Switch::new(settings, Box::new(writer), shared, Box::new(NoPacketOuts));
-    for port_no in 1..=EXTERNAL {
-        let desc = Port {
-            port_no,
-            name: format!("p{port_no}"),
-            state: PortState::LIVE,
-            ..Port::default()
-        };
-        switch.add_port(desc, 0);
-    }
-    for (i, bytes) in w.messages.iter().enumerate() {
-        let applied = match ofp::decode(bytes) {
-            Ok((_, Message::FlowMod(fm))) => switch.flow_mod(fm, 0).map(drop),
-            Ok((_, Message::GroupMod(gm))) => switch.group_mod(&gm, 0).map(drop),
-            other => return Err(format!("message {i}: unexpected {other:?}")),
-        };
-        applied.map_err(|e| format!("message {i} refused: {e:?}"))?;
-    }
-    switch.publish();
-    Ok((switch, readers))
 }
 
 /// How frames reach the datapath thread.
@@ -542,44 +509,6 @@ fn check(
     Ok(checked)
 }
 
-/// CPU time this thread has run, in ns (Linux schedstat): the machine is shared, so rates are
-/// per CPU-second of the datapath thread, what a dedicated core would do.
-fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// Runs `step` for `dur`; (packets, CPU seconds, wall seconds).
-fn slice(dur: Duration, mut step: impl FnMut() -> u64) -> (u64, f64, f64) {
-    let start = Instant::now();
-    let cpu_start = thread_cpu_ns();
-    let mut packets = 0;
-    while start.elapsed() < dur {
-        for _ in 0..16 {
-            packets += step();
-        }
-    }
-    let wall = start.elapsed().as_secs_f64();
-    let cpu = match (cpu_start, thread_cpu_ns()) {
-        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
-        _ => wall,
-    };
-    (packets, cpu, wall)
-}
-
-fn mpps((packets, cpu, _): (u64, f64, f64)) -> f64 {
-    packets as f64 / cpu / 1e6
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// A cell in every form.
 struct Cell {
     /// Median Mpps per form, in the order of [`FORMS`].
@@ -612,7 +541,7 @@ fn measure(w: &Workload, trace: &[Arrival], reader: &mut DatapathReader, o: &Opt
         for k in 0..FORMS.len() {
             let f = (round + k) % FORMS.len();
             let t = &mut traffic[f];
-            this[f] = mpps(slice(o.slice, || t.step(reader)));
+            this[f] = slice(o.slice, || t.step(reader)).mpps();
         }
         for (f, rate) in this.into_iter().enumerate() {
             rates[f].push(rate);
@@ -639,7 +568,7 @@ fn threaded(
     dur: Duration,
 ) -> (f64, f64) {
     let start = Arc::new(Barrier::new(threads));
-    let results: Vec<(u64, f64, f64)> = std::thread::scope(|scope| {
+    let results: Vec<Slice> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let mut reader = readers.reader();
@@ -656,19 +585,19 @@ fn threaded(
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or((0, 1.0, 1.0)))
+            .map(|h| {
+                h.join().unwrap_or(Slice {
+                    packets: 0,
+                    cpu_s: 1.0,
+                    wall_s: 1.0,
+                })
+            })
             .collect()
     });
-    let cpu_rate: f64 = results.iter().map(|&r| mpps(r)).sum();
-    let packets: u64 = results.iter().map(|r| r.0).sum();
-    let wall = results.iter().map(|r| r.2).fold(0.0, f64::max);
+    let cpu_rate: f64 = results.iter().map(Slice::mpps).sum();
+    let packets: u64 = results.iter().map(|r| r.packets).sum();
+    let wall = results.iter().map(|r| r.wall_s).fold(0.0, f64::max);
     (cpu_rate, packets as f64 / wall / 1e6)
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 fn main() {

@@ -33,21 +33,25 @@
 mod cases;
 #[path = "table2/frames.rs"]
 mod frames;
+#[path = "table2/install.rs"]
+mod install;
 #[path = "table2/reference.rs"]
 mod reference;
+#[path = "table2/timing.rs"]
+mod timing;
 #[path = "table2/traffic.rs"]
 mod traffic;
 
 use cases::{Case, Rng, Workload, CASES};
 use dataplane::batch::{PacketBatch, PacketSink};
-use dataplane::datapath::{self, DatapathConfig, DatapathReader, DatapathReaderFactory};
+use dataplane::datapath::DatapathReader;
 use dataplane::isa::Isa;
-use ofp::{Message, Port, PortState};
-use reference::{Verdict, EXTERNAL};
+use install::{apply_message, install};
+use reference::Verdict;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+use timing::{loadavg, median, slice, Slice};
 use traffic::{CountingSink, Nic};
 
 /// Large tables on huge pages, as in the daemon.
@@ -123,98 +127,6 @@ impl Options {
     }
 }
 
-/// Packet-outs have no place in this benchmark.
-struct NoPacketOuts;
-
-impl PacketOutQueue for NoPacketOuts {
-    fn submit(&mut self, _job: PacketOutJob) {}
-}
-
-/// A switch core over a new datapath, its ports 1..=[`EXTERNAL`] up, and the workload's
-/// messages decoded and applied as they would be from a controller's connection.
-fn install(w: &Workload) -> Result<(Switch, DatapathReaderFactory), String> {
-    let (writer, readers) = datapath::new(DatapathConfig::default());
-    let shared = Arc::clone(writer.shared());
-    let settings = SwitchSettings {
-        datapath_id: 1,
-        n_tables: 254,
-        n_buffers: 256,
-    };
-    let mut switch = Switch::new(settings, Box::new(writer), shared, Box::new(NoPacketOuts));
-    for port_no in 1..=EXTERNAL {
-        let desc = Port {
-            port_no,
-            name: format!("p{port_no}"),
-            state: PortState::LIVE,
-            ..Port::default()
-        };
-        switch.add_port(desc, 0);
-    }
-    for (i, bytes) in w.messages.iter().enumerate() {
-        apply_message(&mut switch, bytes).map_err(|e| format!("message {i}: {e}"))?;
-    }
-    switch.publish();
-    Ok((switch, readers))
-}
-
-/// Decodes one encoded flow-mod or group-mod and applies it through the switch core.
-fn apply_message(switch: &mut Switch, bytes: &[u8]) -> Result<(), String> {
-    match ofp::decode(bytes) {
-        Ok((_, Message::FlowMod(fm))) => switch.flow_mod(fm, 0).map(drop),
-        Ok((_, Message::GroupMod(gm))) => switch.group_mod(&gm, 0).map(drop),
-        Ok((_, other)) => return Err(format!("unexpected message {other:?}")),
-        Err(e) => return Err(format!("does not decode: {e:?}")),
-    }
-    .map_err(|e| format!("refused: {e:?}"))
-}
-
-/// CPU time this thread has run, in ns (Linux schedstat). The machine is shared by other
-/// jobs, so throughput is packets per second *of CPU time the datapath thread got*: what one
-/// dedicated core does. Wall-clock throughput is reported beside it.
-fn thread_cpu_ns() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// One timed slice.
-struct Slice {
-    packets: u64,
-    cpu_s: f64,
-    wall_s: f64,
-}
-
-impl Slice {
-    /// Packets per CPU-second, in millions.
-    fn mpps(&self) -> f64 {
-        self.packets as f64 / self.cpu_s / 1e6
-    }
-}
-
-/// Runs `step` (which handles one batch and returns its packets) for `dur`, timing it.
-fn slice(dur: Duration, mut step: impl FnMut() -> u64) -> Slice {
-    let start = Instant::now();
-    let cpu_start = thread_cpu_ns();
-    let mut packets = 0;
-    loop {
-        for _ in 0..16 {
-            packets += step();
-        }
-        if start.elapsed() >= dur {
-            break;
-        }
-    }
-    let wall_s = start.elapsed().as_secs_f64();
-    let cpu_s = match (cpu_start, thread_cpu_ns()) {
-        (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
-        _ => wall_s,
-    };
-    Slice {
-        packets,
-        cpu_s,
-        wall_s,
-    }
-}
-
 /// Runs the trace through a reader: the NIC fills a batch, the datapath consumes it.
 struct Traffic<'t> {
     nic: Nic<'t>,
@@ -253,15 +165,6 @@ struct Cell {
     /// CPU ns per packet the NIC's writing of frames takes alone (part of every figure).
     nic_ns: f64,
     outputs_per_packet: f64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// Times a cell: a tenth of its time warms up, a tenth measures the NIC alone, the rest is
@@ -357,12 +260,6 @@ fn cell_json(case: &Case, flows: usize, trace: usize, checked: u64, c: &Cell) ->
 /// The slices' range as a share of the median, in percent.
 fn spread(c: &Cell) -> f64 {
     (c.best - c.worst) / c.median * 100.0
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 /// Throughput with and without flow-mods, in alternating slices of one run: another thread
