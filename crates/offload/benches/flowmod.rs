@@ -13,43 +13,15 @@ use dataplane::datapath::DatapathConfig;
 use offload::placement::{Mode, Planner, Policy};
 use offload::profile::Profile;
 use offload::sink::{Offload, OffloadSink};
-use ofp::{
-    Action, FlowMod, FlowModCommand, FlowModFlags, Instruction, Match, Message, OxmField, OxmValue,
-    OFPG_ANY, OFPP_ANY, OFP_NO_BUFFER,
-};
+use ofp::Message;
 use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+use testkit::flow_mods::host_route;
+use testkit::process_cpu_seconds;
 
 struct Discard;
 
 impl PacketOutQueue for Discard {
     fn submit(&mut self, _job: PacketOutJob) {}
-}
-
-fn flow_mod(i: u32) -> Vec<u8> {
-    let fm = FlowMod {
-        cookie: u64::from(i),
-        cookie_mask: 0,
-        table_id: 0,
-        command: FlowModCommand::Add,
-        idle_timeout: 0,
-        hard_timeout: 0,
-        priority: 100,
-        buffer_id: OFP_NO_BUFFER,
-        out_port: OFPP_ANY,
-        out_group: OFPG_ANY,
-        flags: FlowModFlags::default(),
-        match_: Match {
-            fields: vec![
-                OxmField::exact(OxmValue::EthType(0x0800)),
-                OxmField::exact(OxmValue::Ipv4Dst(0x0a00_0000 | i)),
-            ],
-        },
-        instructions: vec![Instruction::ApplyActions(vec![Action::Output {
-            port: i % 8 + 1,
-            max_len: 0,
-        }])],
-    };
-    ofp::encode_to_vec(i, &Message::FlowMod(fm))
 }
 
 /// One ingest; returns (wall seconds, CPU seconds) and the rules placed in hardware.
@@ -80,7 +52,7 @@ fn ingest(wire: &[Vec<u8>], offload: Option<Mode>) -> (f64, f64, usize) {
         Box::new(Discard),
     );
     let start = Instant::now();
-    let cpu_start = cpu_seconds();
+    let cpu_start = process_cpu_seconds();
     for (i, bytes) in wire.iter().enumerate() {
         let Ok((_, Message::FlowMod(fm))) = ofp::decode(bytes) else {
             panic!("flow-mod {i} does not decode");
@@ -92,7 +64,7 @@ fn ingest(wire: &[Vec<u8>], offload: Option<Mode>) -> (f64, f64, usize) {
     }
     switch.publish();
     let wall = start.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - cpu_start;
+    let cpu = process_cpu_seconds() - cpu_start;
     assert_eq!(switch.flow_count(), wire.len());
     let placed = hw.map_or(0, |o| o.state().planner.entries_in(0));
     (wall, cpu, placed)
@@ -110,7 +82,7 @@ fn main() {
     } else {
         (100_000u32, 5)
     };
-    let wire: Vec<Vec<u8>> = (0..n).map(flow_mod).collect();
+    let wire: Vec<Vec<u8>> = (0..n).map(host_route).collect();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "{n} flow-mods into one table, {runs} runs each; loadavg {}",
@@ -153,19 +125,4 @@ fn main() {
             nw / ow
         );
     }
-}
-
-/// User + system CPU time of this process (from /proc/self/stat, in clock ticks of 10 ms).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
 }

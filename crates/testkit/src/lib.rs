@@ -6,8 +6,14 @@
 //!   what it lacks: a test that cannot run never passes quietly;
 //! - otherwise it prints `SKIPPED test: reason` and, when `HAIRPIN_TEST_SKIP_LOG` names a
 //!   file, appends the same line there, so a test run can count what it skipped.
+//!
+//! Benchmarks share [`process_cpu_seconds`] and, with the feature `flow-mods`, the flow-mods
+//! of the ingest benchmarks (module `flow_mods`).
 
 use std::io::Write;
+
+#[cfg(feature = "flow-mods")]
+pub mod flow_mods;
 
 /// Whether tests that cannot run must fail (`HAIRPIN_TEST_STRICT=1`).
 pub fn strict() -> bool {
@@ -49,4 +55,22 @@ pub fn root(test: &str) -> bool {
         cannot_run(test, "needs root (network namespaces, raw sockets)");
     }
     root
+}
+
+/// User + system CPU time of this process, in seconds (from /proc/self/stat, in clock ticks of
+/// 10 ms), so that a loaded machine's waiting does not count as the benchmark's cost; 0 where
+/// it cannot be read.
+pub fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // Fields after the command name: state is index 0, utime 11, stime 12.
+    (ticks(11) + ticks(12)) / 100.0
 }
