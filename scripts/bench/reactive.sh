@@ -12,6 +12,8 @@
 #   add-flows          `ovs-ofctl add-flows` of --flows flows (it awaits a barrier reply after
 #                      each flow-mod), into an empty table; the flow count is checked
 # Switches alternate within a run; the summary is the median over runs (range in brackets).
+# Switches: hairpind, ovs, and hairpind_busy (hairpind --busy-poll: datapath threads that never
+# sleep, a core each, as Open vSwitch's PMD threads poll with DPDK).
 # Both switches run at nice --nice (default -10, the priority Debian's ovs-ctl gives
 # ovs-vswitchd); the controller and hosts run under SCHED_FIFO (ofbench --realtime).
 #
@@ -90,8 +92,9 @@ topology() {
     ip netns exec "$PREFIX-h2" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.eth0.rp_filter=0
 }
 
+# start_hairpind [ARGS...]: hairpind with the topology's ports and both OpenFlow channels.
 start_hairpind() {
-    ip netns exec "$SW_NS" nice -n "$NICE" "$BIN/hairpind" --datapath-id 1 \
+    ip netns exec "$SW_NS" nice -n "$NICE" "$BIN/hairpind" "$@" --datapath-id 1 \
         --controller "tcp:127.0.0.1:$CONTROLLER_PORT" --listen "ptcp:$OFCTL_PORT:127.0.0.1" \
         --control-socket "$OUT/hairpind.ctl" \
         --port 1=p1 --port 2=p2 --port 3=p3 --port 4=p4 --fail-mode secure \
@@ -99,6 +102,8 @@ start_hairpind() {
     SWITCH_PID=$!
     hp_on_exit "kill $SWITCH_PID 2>/dev/null; wait $SWITCH_PID 2>/dev/null"
 }
+
+start_hairpind_busy() { start_hairpind --busy-poll; }
 
 start_ovs() {
     ovs_start "$PREFIX" "$SW_NS"
@@ -118,7 +123,7 @@ start_ovs() {
 
 stop_switch() {
     case $SWITCH in
-        hairpind) kill "$SWITCH_PID" 2>/dev/null; wait "$SWITCH_PID" 2>/dev/null || true ;;
+        hairpind | hairpind_busy) kill "$SWITCH_PID" 2>/dev/null; wait "$SWITCH_PID" 2>/dev/null || true ;;
         ovs) ovs_stop "$PREFIX" ;;
     esac
 }
