@@ -28,6 +28,71 @@ pub(crate) fn ensure_depth(frame: &Frame<'_>, key: &mut FlowKey, depth: ParseDep
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct InvalidTtl;
 
+/// What [`edit_headers`] did to a frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Edit {
+    /// Done, or nothing to do (an output, a group, a queue: they edit no header).
+    Applied,
+    /// A push found no headroom left: the packet cannot be built.
+    NoRoom,
+    /// A TTL decrement ran out.
+    TtlExpired(InvalidTtl),
+}
+
+/// Applies one action's header edit: the one dispatch from an action to the rewrites below,
+/// shared by the pipeline (for actions without a compiled op) and by packet traces.
+pub(crate) fn edit_headers(frame: &mut Frame<'_>, key: &mut FlowKey, action: Action) -> Edit {
+    let done = match action {
+        Action::Output { .. } | Action::Group(_) | Action::SetQueue(_) => true,
+        Action::SetField(f, v) => {
+            set_field(frame, key, f, v);
+            true
+        }
+        Action::PushVlan(e) => push_vlan(frame, key, e),
+        Action::PopVlan => {
+            pop_vlan(frame, key);
+            true
+        }
+        Action::PushMpls(e) => push_mpls(frame, key, e),
+        Action::PopMpls(e) => {
+            pop_mpls(frame, key, e);
+            true
+        }
+        Action::PushPbb(e) => push_pbb(frame, key, e),
+        Action::PopPbb => {
+            pop_pbb(frame, key);
+            true
+        }
+        Action::SetMplsTtl(t) => {
+            set_mpls_ttl(frame, key, t);
+            true
+        }
+        Action::SetNwTtl(t) => {
+            set_nw_ttl(frame, key, t);
+            true
+        }
+        Action::DecMplsTtl => {
+            return dec_mpls_ttl(frame, key).map_or_else(Edit::TtlExpired, |()| Edit::Applied)
+        }
+        Action::DecNwTtl => {
+            return dec_nw_ttl(frame, key).map_or_else(Edit::TtlExpired, |()| Edit::Applied)
+        }
+        Action::CopyTtlOut => {
+            copy_ttl_out(frame, key);
+            true
+        }
+        Action::CopyTtlIn => {
+            copy_ttl_in(frame, key);
+            true
+        }
+    };
+    if done {
+        Edit::Applied
+    } else {
+        Edit::NoRoom
+    }
+}
+
 fn off(o: u16) -> Option<usize> {
     (o != NO_OFFSET).then_some(usize::from(o))
 }

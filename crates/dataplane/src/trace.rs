@@ -9,7 +9,7 @@
 //! meters, InSP generation) is reported, not done; a group's buckets and a meter's bands are
 //! not entered (their counters and token buckets would be).
 
-use crate::actions::{self, ActionSet, Frame};
+use crate::actions::{self, ActionSet, Edit, Frame};
 use crate::ir::{port, Action};
 use crate::key::{FlowKey, ParseDepth};
 use crate::parse::parse_to;
@@ -177,59 +177,16 @@ fn act(
     action: Action,
     outputs: &mut Vec<String>,
 ) -> Result<(), String> {
-    let pushed = match action {
-        Action::Output { .. } | Action::Group(_) => {
-            outputs.push(describe(&action));
-            true
-        }
-        Action::SetQueue(_) => true,
-        Action::SetField(f, v) => {
-            actions::ensure_depth(frame, key, ParseDepth::L4);
-            actions::set_field(frame, key, f, v);
-            true
-        }
-        Action::PushVlan(e) => actions::push_vlan(frame, key, e),
-        Action::PopVlan => {
-            actions::pop_vlan(frame, key);
-            true
-        }
-        Action::PushMpls(e) => actions::push_mpls(frame, key, e),
-        Action::PopMpls(e) => {
-            actions::pop_mpls(frame, key, e);
-            true
-        }
-        Action::PushPbb(e) => actions::push_pbb(frame, key, e),
-        Action::PopPbb => {
-            actions::pop_pbb(frame, key);
-            true
-        }
-        Action::SetMplsTtl(t) => {
-            actions::set_mpls_ttl(frame, key, t);
-            true
-        }
-        Action::SetNwTtl(t) => {
-            actions::set_nw_ttl(frame, key, t);
-            true
-        }
-        Action::DecMplsTtl => actions::dec_mpls_ttl(frame, key)
-            .map(|()| true)
-            .map_err(|_| "MPLS TTL expired".to_string())?,
-        Action::DecNwTtl => actions::dec_nw_ttl(frame, key)
-            .map(|()| true)
-            .map_err(|_| "IP TTL expired".to_string())?,
-        Action::CopyTtlOut => {
-            actions::copy_ttl_out(frame, key);
-            true
-        }
-        Action::CopyTtlIn => {
-            actions::copy_ttl_in(frame, key);
-            true
-        }
-    };
-    if pushed {
-        Ok(())
-    } else {
-        Err("no room to push a header".into())
+    match action {
+        Action::Output { .. } | Action::Group(_) => outputs.push(describe(&action)),
+        Action::SetField(..) => actions::ensure_depth(frame, key, ParseDepth::L4),
+        _ => {}
+    }
+    match actions::edit_headers(frame, key, action) {
+        Edit::Applied => Ok(()),
+        Edit::NoRoom => Err("no room to push a header".into()),
+        Edit::TtlExpired(_) if action == Action::DecMplsTtl => Err("MPLS TTL expired".into()),
+        Edit::TtlExpired(_) => Err("IP TTL expired".into()),
     }
 }
 

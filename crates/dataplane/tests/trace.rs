@@ -7,6 +7,7 @@ use dataplane::ir::{port, Action, Instruction};
 use dataplane::key::{Field, FieldValue};
 use dataplane::model::OpSink;
 use dataplane::trace::TracedEntry;
+use std::sync::atomic::Ordering::Relaxed;
 
 const SRC: u32 = 0x0a00_0001;
 const DST: u32 = 0x0a00_0002;
@@ -126,4 +127,31 @@ fn a_trace_reports_misses_controller_and_malformed_frames() {
         short.steps
     );
     assert!(f.trace(1, &[]).unwrap().dropped.is_some());
+}
+
+#[test]
+fn a_trace_ends_where_a_ttl_runs_out_as_the_packet_does() {
+    let (mut w, f) = datapath_readers(2);
+    add_flow(
+        &mut w,
+        0,
+        1,
+        10,
+        m(&[(Field::InPort, 1)]),
+        vec![apply(vec![Action::DecNwTtl, out(2)])],
+    );
+    w.publish();
+    let last_hop = udp4(SRC, DST, 1, 2, 1, 64);
+    let trace = f.trace(1, &last_hop).unwrap();
+    assert_eq!(trace.dropped.as_deref(), Some("IP TTL expired"));
+    assert!(trace.outputs.is_empty(), "{trace:?}");
+    let mut r = f.reader();
+    let rec = send(&mut r, 1, &[(1, last_hop)]);
+    assert!(rec.ports().is_empty(), "the real packet is dropped too");
+    assert_eq!(f.shared().drops.invalid_ttl.load(Relaxed), 1);
+    let fine = f.trace(1, &udp4(SRC, DST, 1, 2, 64, 64)).unwrap();
+    assert_eq!(
+        (fine.dropped, fine.outputs),
+        (None, vec!["output:2".to_string()])
+    );
 }

@@ -3,7 +3,7 @@
 
 use super::output::{output, packet_in, transmit, with_copy};
 use super::{Env, Meta, Verdict};
-use crate::actions::{self, ActionSet, Frame, InvalidTtl};
+use crate::actions::{self, ActionSet, Edit, Frame, InvalidTtl};
 use crate::batch::{PacketInReason, PacketSink};
 use crate::group::{self, Choice};
 use crate::ir::{port, Action};
@@ -288,71 +288,14 @@ fn edit<S: PacketSink>(
     meta: &mut Meta,
     action: Action,
 ) -> Verdict {
-    let ok = match action {
-        Action::Output { .. } | Action::Group(_) | Action::SetQueue(_) => true,
-        Action::SetField(f, v) => {
-            actions::set_field(frame, key, f, v);
-            true
+    match actions::edit_headers(frame, key, action) {
+        Edit::Applied => Verdict::Continue,
+        Edit::NoRoom => {
+            // No headroom left for a push: the packet cannot be built, drop it.
+            env.drops.other += 1;
+            Verdict::Drop
         }
-        Action::PushVlan(e) => actions::push_vlan(frame, key, e),
-        Action::PopVlan => {
-            actions::pop_vlan(frame, key);
-            true
-        }
-        Action::PushMpls(e) => actions::push_mpls(frame, key, e),
-        Action::PopMpls(e) => {
-            actions::pop_mpls(frame, key, e);
-            true
-        }
-        Action::PushPbb(e) => actions::push_pbb(frame, key, e),
-        Action::PopPbb => {
-            actions::pop_pbb(frame, key);
-            true
-        }
-        Action::SetMplsTtl(t) => {
-            actions::set_mpls_ttl(frame, key, t);
-            true
-        }
-        Action::SetNwTtl(t) => {
-            actions::set_nw_ttl(frame, key, t);
-            true
-        }
-        Action::DecMplsTtl => {
-            let r = actions::dec_mpls_ttl(frame, key);
-            return ttl_result(env, frame, key, meta, r);
-        }
-        Action::DecNwTtl => {
-            let r = actions::dec_nw_ttl(frame, key);
-            return ttl_result(env, frame, key, meta, r);
-        }
-        Action::CopyTtlOut => {
-            actions::copy_ttl_out(frame, key);
-            true
-        }
-        Action::CopyTtlIn => {
-            actions::copy_ttl_in(frame, key);
-            true
-        }
-    };
-    if ok {
-        Verdict::Continue
-    } else {
-        // No headroom left for a push: the packet cannot be built, drop it.
-        env.drops.other += 1;
-        Verdict::Drop
-    }
-}
-
-fn ttl_result<S: PacketSink>(
-    env: &mut Env<'_, S>,
-    frame: &Frame<'_>,
-    key: &FlowKey,
-    meta: &Meta,
-    r: Result<(), InvalidTtl>,
-) -> Verdict {
-    match r {
-        Ok(()) => Verdict::Continue,
-        Err(e) => ttl_expired(env, frame, key, meta, e),
+        Edit::TtlExpired(e) => ttl_expired(env, frame, key, meta, e),
     }
 }
 
