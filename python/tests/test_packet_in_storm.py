@@ -95,6 +95,7 @@ class Controller:
 def connect(star: HairpinStar) -> Controller:
     sock = star.switch.make_socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.settimeout(10)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.connect(("127.0.0.1", SWITCH_OF_PORT))
     client = OfClient(sock=sock)
     client.handshake()
