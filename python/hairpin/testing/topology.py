@@ -141,7 +141,7 @@ class Hairpind:
         return result.stdout
 
     def trunks(self) -> list[dict[str, object]]:
-        """``trunk/show``: each trunk with its counters and legacy ports."""
+        """``hairpinctl show-trunks``: each trunk with its counters and legacy ports."""
         trunks: list[dict[str, object]] = json.loads(self.ctl("show-trunks"))
         return trunks
 
