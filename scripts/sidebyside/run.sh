@@ -280,7 +280,7 @@ measure() {
     fi
     if [[ $switch == ovs ]]; then
         ovs_appctl "$PREFIX" dpctl/dump-flows >"$OUT/megaflows-$PROFILE.txt"
-        hp_log "ovs/$PROFILE: $(grep -c . "$OUT/megaflows-$PROFILE.txt") megaflows, $(
+        hp_log "ovs/$PROFILE: $(grep -c "actions:" "$OUT/megaflows-$PROFILE.txt") megaflows, $(
             ovs_appctl "$PREFIX" dpif-netdev/pmd-stats-show |
                 sed -n 's/.*avg. subtable lookups per megaflow hit: *\([0-9.]*\).*/\1/p' | head -n 1
         ) subtables searched per megaflow hit"
