@@ -9,6 +9,7 @@ processing latency ``T_proc = (RTT - T_refl) / 2``. Variants:
 
 - ``rust-bare``: the Rust SDK's learning switch, supervised but neither sandboxed nor limited;
 - ``rust-sandbox``: in bubblewrap with cgroup limits, sharing the host's network namespace;
+- ``rust-sandbox-busy``: the same beside a busy-polling datapath thread (``--busy-poll``);
 - ``rust-sandbox-netns``: the same with a network namespace of its own (OpenFlow over TCP);
 - ``python-sandbox``: the Python SDK's learning switch, sandboxed like ``rust-sandbox``;
 - ``osken-remote``: os-ken's learning switch as a controller over TCP (on this machine, over
@@ -46,7 +47,16 @@ from hairpin.testing.topology import background, wait_until
 PYTHON = str(REPO / ".venv" / "bin" / "python")
 ECHO_PORT = 16962
 OSKEN_PORT = 16963
-VARIANTS = ["rust-bare", "rust-sandbox", "rust-sandbox-netns", "python-sandbox", "osken-remote"]
+VARIANTS = [
+    "rust-bare",
+    "rust-sandbox",
+    "rust-sandbox-busy",
+    "rust-sandbox-netns",
+    "python-sandbox",
+    "osken-remote",
+]
+# Variants whose datapath thread never sleeps (`hairpind --busy-poll`, a core of its own).
+BUSY_POLL = {"rust-sandbox-busy"}
 # Switch events stay off the bus here: the bus's own cost is measured by infep_bus.
 BUS = {"events": ["port_status", "flow_removed"]}
 
@@ -58,6 +68,7 @@ def controllet(variant: str) -> dict[str, object] | None:
     declared: dict[str, dict[str, object]] = {
         "rust-bare": rust_fields | {"isolation": "none"},
         "rust-sandbox": rust_fields | {"network": "host"},
+        "rust-sandbox-busy": rust_fields | {"network": "host"},
         "rust-sandbox-netns": rust_fields | {"network": "private", "channel": "tcp"},
         "python-sandbox": python | {"network": "host"},
     }
@@ -102,6 +113,7 @@ def run_variant(
                 bus=BUS,
                 host={"cpu_weight": cpu_weight},
                 controllers=controllers,
+                extra_args=["--busy-poll"] if variant in BUSY_POLL else [],
             )
         )
         if declared:

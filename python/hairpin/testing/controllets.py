@@ -158,10 +158,11 @@ def hairpind(
     host: dict[str, object] | None = None,
     datapath_id: int = 1,
     controllers: Sequence[str] = (),
+    extra_args: Sequence[str] = (),
 ) -> Iterator[Switch]:
     """hairpind in ``ns`` with ports 1..N bound to ``ports``, the given controllets (TOML
     fields as dicts), the embedded bus on 127.0.0.1:BUS_PORT unless ``bus`` says otherwise,
-    and connections to ``controllers`` (``tcp:IP:PORT``)."""
+    connections to ``controllers`` (``tcp:IP:PORT``), and ``extra_args`` on its command line."""
     binary = find_hairpind()
     bus_fields = {"listen": f"127.0.0.1:{BUS_PORT}"} | (bus or {})
     lines = [
@@ -192,6 +193,7 @@ def hairpind(
                 str(binary.resolve()),
                 "--config",
                 str(config),
+                *extra_args,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
