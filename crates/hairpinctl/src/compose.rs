@@ -4,6 +4,7 @@
 //! `tp_dst` with `tcp` makes a TCP header), lengths and the IPv4 checksum are right, and the
 //! frame is padded to 60 bytes. A masked field takes its value.
 
+use dataplane::checksum::checksum;
 use ofp::{Match, OxmValue};
 
 const ETH_IPV4: u16 = 0x0800;
@@ -162,17 +163,6 @@ fn arp(f: &Fields, frame: &mut Vec<u8>) {
     frame.extend_from_slice(&f.arp_pa[0].to_be_bytes());
     frame.extend_from_slice(&f.arp_ha[1]);
     frame.extend_from_slice(&f.arp_pa[1].to_be_bytes());
-}
-
-fn checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 #[cfg(test)]

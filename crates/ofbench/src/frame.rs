@@ -1,5 +1,7 @@
 //! The benchmark's frames: Ethernet + IPv4 + UDP, 60 bytes, a sequence number in the payload.
 
+use dataplane::checksum::checksum;
+
 /// Frame length (64 on the wire with the FCS).
 pub const LEN: usize = 60;
 
@@ -108,18 +110,6 @@ pub fn build(dst_mac: [u8; 6], src_mac: [u8; 6], flow: Flow, seq: u64) -> [u8; L
     f[field::UDP_LEN].copy_from_slice(&(ip_len - 20).to_be_bytes());
     f[field::SEQ].copy_from_slice(&seq.to_be_bytes());
     f
-}
-
-/// The Internet checksum of a header whose checksum field is zero.
-fn checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
 }
 
 /// Parses `aa:bb:cc:dd:ee:ff`.
