@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import time
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from hairpin.testing import frames
-from hairpin.testing.daemon import OFPT_PACKET_IN, OfClient, find_hairpind
+from hairpin.testing.daemon import OFPT_PACKET_IN, OfClient
 from hairpin.testing.topology import SWITCH_OF_PORT, HairpinStar, hairpin_star, wait_until
 
 pytestmark = pytest.mark.usefixtures("root")
@@ -63,18 +62,6 @@ def value(page: Samples, metric: str, **labels: str) -> float:
     ]
     assert len(found) == 1, f"{metric}{labels}: {found}"
     return found[0]
-
-
-def ctl(switch: HairpinStar, *args: str) -> str:
-    hairpinctl = find_hairpind().parent / "hairpinctl"
-    result = subprocess.run(
-        [str(hairpinctl), "--control", str(switch.control_path), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
 
 
 def test_metrics_count_the_traffic_sent(tmp_path: Path) -> None:
@@ -135,11 +122,11 @@ def test_metrics_count_the_traffic_sent(tmp_path: Path) -> None:
             assert value(page, "hairpin_build_info", datapath_id="0000000000000001") == 1
 
             # The summary tells the same story.
-            summary = json.loads(ctl(switch, "summary", "--json"))
+            summary = json.loads(switch.ctl("summary", "--json"))
             port1 = next(p for p in summary["ports"] if p["port"] == 1)
             assert port1["rx_packets"] == sent
             assert summary["connections"][0]["packet_ins"] == MISSES
-            text = ctl(switch, "summary")
+            text = switch.ctl("summary")
             assert f"RX packets:{sent} bytes:{sent * FRAME_LEN}" in text, text
         assert scrape(switch, "/other")[0] == "HTTP/1.1 404 Not Found"
         switch.assert_alive()
@@ -148,24 +135,18 @@ def test_metrics_count_the_traffic_sent(tmp_path: Path) -> None:
 def test_version_and_log_level_at_run_time(tmp_path: Path) -> None:
     args = ["--metrics", f"127.0.0.1:{METRICS_PORT}"]
     with hairpin_star(tmp_path, hosts=1, controller_port=None, extra_args=args) as switch:
-        version = ctl(switch, "version").splitlines()
+        version = switch.ctl("version").splitlines()
         assert version[0].startswith("hairpinctl ") and version[1].startswith("hairpind ")
         assert version[0].split()[1] == version[1].split()[1]
-        assert ctl(switch, "log-level") == "info\n"
+        assert switch.ctl("log-level") == "info\n"
         scrape(switch)
         assert "debug: metrics" not in switch.log()
-        assert ctl(switch, "log-level", "debug") == "log level debug (was info)\n"
+        assert switch.ctl("log-level", "debug") == "log level debug (was info)\n"
         scrape(switch)
         assert wait_until(lambda: "debug: metrics: scrape from" in switch.log(), 5.0)
-        hairpinctl = find_hairpind().parent / "hairpinctl"
-        bad = subprocess.run(
-            [str(hairpinctl), "--control", str(switch.control_path), "log-level", "loud"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        bad = switch.ctl_run("log-level", "loud")
         assert bad.returncode != 0 and "not a level" in bad.stderr, bad.stderr
-        assert ctl(switch, "log-level") == "debug\n"
+        assert switch.ctl("log-level") == "debug\n"
         switch.assert_alive()
 
 
@@ -179,7 +160,7 @@ def test_trace_follows_the_live_tables_and_counts_nothing(tmp_path: Path) -> Non
         )
         switch.ofctl("add-flow", "table=1,priority=10,ip,nw_dst=10.0.0.9,actions=dec_ttl,output:2")
         switch.ofctl("add-flow", "table=1,priority=5,ip,nw_dst=10.0.0.2,actions=output:1")
-        text = ctl(switch, "trace", "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=53")
+        text = switch.ctl("trace", "in_port=1,udp,nw_src=10.0.0.1,nw_dst=10.0.0.2,tp_dst=53")
         lines = text.splitlines()
         table0 = next(line for line in lines if line.startswith("0. "))
         assert "cookie=0x7" in table0 and "nw_dst=10.0.0.2" in table0, text
@@ -188,7 +169,7 @@ def test_trace_follows_the_live_tables_and_counts_nothing(tmp_path: Path) -> Non
         table1 = next(line for line in lines if line.startswith("1. "))
         assert "priority=10" in table1 and "nw_dst=10.0.0.9" in table1, text
         assert lines[-1] == "Datapath actions: output:2", text
-        miss = ctl(switch, "trace", "in_port=2,arp")
+        miss = switch.ctl("trace", "in_port=2,arp")
         assert "0. No match: the packet is dropped." in miss, miss
         assert "Datapath actions: drop" in miss, miss
         # A trace sends nothing and counts nothing.
@@ -197,12 +178,6 @@ def test_trace_follows_the_live_tables_and_counts_nothing(tmp_path: Path) -> Non
         assert value(page, "hairpin_table_lookups_total", table="0") == 0
         assert value(page, "hairpin_port_tx_packets_total", port="2") == 0
         assert all("n_packets=0," in flow for flow in switch.flows()), switch.flows()
-        hairpinctl = find_hairpind().parent / "hairpinctl"
-        bad = subprocess.run(
-            [str(hairpinctl), "--control", str(switch.control_path), "trace", "in_port=9,ip"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        bad = switch.ctl_run("trace", "in_port=9,ip")
         assert bad.returncode != 0 and "no port 9" in bad.stderr, bad.stderr
         switch.assert_alive()

@@ -133,10 +133,14 @@ class Hairpind:
         lines = self.ofctl("dump-flows").splitlines()
         return [line.strip() for line in lines if "actions=" in line]
 
-    def ctl(self, *args: str) -> str:
-        """``hairpinctl --control ... ARGS`` (management commands); fails on an error."""
+    def ctl_run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``hairpinctl --control ... ARGS`` (management commands), whatever its outcome."""
         binary = find_hairpind().parent / "hairpinctl"
-        result = self.ns.run(str(binary), "--control", str(self.control_path), *args, check=False)
+        return self.ns.run(str(binary), "--control", str(self.control_path), *args, check=False)
+
+    def ctl(self, *args: str) -> str:
+        """:meth:`ctl_run` that fails on an error and returns the output."""
+        result = self.ctl_run(*args)
         assert result.returncode == 0, f"hairpinctl {args} failed: {result.stderr}"
         return result.stdout
 
