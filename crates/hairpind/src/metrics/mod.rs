@@ -200,33 +200,21 @@ pub fn render(status: &Status) -> String {
     for (t, id) in status.tables.iter().zip(&tables) {
         e.sample("hairpin_table_flows", &[("table", id)], u64::from(t.flows));
     }
-    e.family(
-        "hairpin_table_lookups_total",
-        Kind::Counter,
-        "Packets looked up in a table.",
-    );
-    for (t, id) in status.tables.iter().zip(&tables) {
-        e.sample("hairpin_table_lookups_total", &[("table", id)], t.lookups);
-    }
-    e.family(
-        "hairpin_table_matches_total",
-        Kind::Counter,
-        "Lookups in a table that hit an entry.",
-    );
-    for (t, id) in status.tables.iter().zip(&tables) {
-        e.sample("hairpin_table_matches_total", &[("table", id)], t.matches);
-    }
-    e.family(
-        "hairpin_table_misses_total",
-        Kind::Counter,
-        "Lookups in a table that hit no entry.",
-    );
-    for (t, id) in status.tables.iter().zip(&tables) {
-        e.sample(
-            "hairpin_table_misses_total",
-            &[("table", id)],
-            t.lookups.saturating_sub(t.matches),
-        );
+    let table_counters: [Counter<status::TableRow>; 3] = [
+        ("lookups", "Packets looked up in a table", |t| t.lookups),
+        ("matches", "Lookups in a table that hit an entry", |t| {
+            t.matches
+        }),
+        ("misses", "Lookups in a table that hit no entry", |t| {
+            t.lookups.saturating_sub(t.matches)
+        }),
+    ];
+    for (what, help, get) in table_counters {
+        let name = format!("hairpin_table_{what}_total");
+        e.family(&name, Kind::Counter, &format!("{help}."));
+        for (t, id) in status.tables.iter().zip(&tables) {
+            e.sample(&name, &[("table", id)], get(t));
+        }
     }
 
     e.family(
@@ -271,41 +259,29 @@ pub fn render(status: &Status) -> String {
             1u64,
         );
     }
-    e.family(
-        "hairpin_openflow_packet_ins_total",
-        Kind::Counter,
-        "Packet-ins sent on an OpenFlow connection.",
-    );
-    for (c, id) in status.connections.iter().zip(&ids) {
-        e.sample(
-            "hairpin_openflow_packet_ins_total",
-            &[("connection", id)],
-            c.packet_ins,
-        );
-    }
-    e.family(
-        "hairpin_openflow_packet_ins_limited_total",
-        Kind::Counter,
-        "Packet-ins the packet-in limit dropped on an OpenFlow connection.",
-    );
-    for (c, id) in status.connections.iter().zip(&ids) {
-        e.sample(
-            "hairpin_openflow_packet_ins_limited_total",
-            &[("connection", id)],
-            c.packet_ins_limited,
-        );
-    }
-    e.family(
-        "hairpin_openflow_async_dropped_total",
-        Kind::Counter,
-        "Asynchronous messages dropped because the connection did not read them in time.",
-    );
-    for (c, id) in status.connections.iter().zip(&ids) {
-        e.sample(
-            "hairpin_openflow_async_dropped_total",
-            &[("connection", id)],
-            c.dropped,
-        );
+    let connection_counters: [Counter<status::ConnectionRow>; 3] = [
+        (
+            "packet_ins",
+            "Packet-ins sent on an OpenFlow connection",
+            |c| c.packet_ins,
+        ),
+        (
+            "packet_ins_limited",
+            "Packet-ins the packet-in limit dropped on an OpenFlow connection",
+            |c| c.packet_ins_limited,
+        ),
+        (
+            "async_dropped",
+            "Asynchronous messages dropped because the connection did not read them in time",
+            |c| c.dropped,
+        ),
+    ];
+    for (what, help, get) in connection_counters {
+        let name = format!("hairpin_openflow_{what}_total");
+        e.family(&name, Kind::Counter, &format!("{help}."));
+        for (c, id) in status.connections.iter().zip(&ids) {
+            e.sample(&name, &[("connection", id)], get(c));
+        }
     }
 
     let threads: Vec<String> = (0..status.threads.len()).map(|i| i.to_string()).collect();
