@@ -12,14 +12,14 @@ use serde_json::{json, Value};
 use crate::compose::compose;
 use crate::error::CtlError;
 use crate::syntax::flow::{format_flow_stats, parse_flow, FlowUse};
+use crate::syntax::value::{format_hex, parse_hex};
 
 /// The `trace` params for a flow description.
 pub fn request(flow: &[String]) -> Result<Value, CtlError> {
     let text = flow.join(",");
     let spec = parse_flow(&text, FlowUse::Filter).map_err(|e| CtlError::Usage(e.to_string()))?;
     let (in_port, frame) = compose(&spec.match_).map_err(CtlError::Usage)?;
-    let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(json!({ "in_port": in_port, "frame": hex }))
+    Ok(json!({ "in_port": in_port, "frame": format_hex(&frame) }))
 }
 
 /// The trace as the operator reads it.
@@ -81,10 +81,7 @@ fn list(v: &Value) -> String {
 
 /// A flow-stats reply (hex) as a `dump-flows` line.
 fn flow_line(hex: &str) -> Option<String> {
-    let bytes: Vec<u8> = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect::<Option<_>>()?;
+    let bytes = parse_hex(hex)?;
     let (_, Message::MultipartReply(reply)) = ofp::decode(&bytes).ok()? else {
         return None;
     };
