@@ -23,7 +23,7 @@ from hairpin.testing.netns import link, namespace, star, unique_prefix
 from hairpin.testing.topology import background, wait_until
 
 HOSTS = 3
-CONFINED = ["sandbox", "cpu", "memory", "pids", "network", "bus"]
+CONFINED = ["sandbox", "cpu", "memory", "pids", "network", "seccomp", "bus"]
 
 
 def host_mac(ns: object, iface: str = "eth0") -> str:
@@ -93,7 +93,7 @@ def test_examples_share_a_switch_and_tell_a_remote_controller() -> None:
 @pytest.mark.usefixtures("root")
 def test_missing_confinement_is_refused_by_name_unless_accepted() -> None:
     sleep = {"program": "/bin/sleep", "args": ["600"]}
-    everything = ["sandbox", "cpu", "memory", "pids"]
+    everything = ["sandbox", "seccomp", "cpu", "memory", "pids"]
     with shared_tempdir("hp-infep-") as work, star(unique_prefix(), 1) as topo:
         empty = work / "no-cgroups"
         empty.mkdir()
@@ -112,7 +112,7 @@ def test_missing_confinement_is_refused_by_name_unless_accepted() -> None:
             assert sorted(lenient["missing"]) == sorted(everything), lenient
             assert lenient["confined"] == ["network", "bus"], lenient
             table = switch.ctl("controllet", "list")
-            assert "refused" in table and "cpu,memory,pids,sandbox" in table, table
+            assert "refused" in table and "cpu,memory,pids,sandbox,seccomp" in table, table
 
             # At run time the same rules hold; stop and start keep the declaration.
             late = ["controllet", "start", "late", "/bin/sleep"]

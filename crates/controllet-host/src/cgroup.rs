@@ -409,6 +409,61 @@ pub fn remove_group(probe: &Probe, group: &str) {
     }
 }
 
+/// Removes the group directories of daemons that are gone (`hairpind-<pid>` whose process
+/// no longer exists or is not a hairpind), killing whatever still runs in their controllets'
+/// cgroups first: a daemon killed outright leaves them behind. `own` is this daemon's group.
+/// Returns what was removed, for the log.
+pub fn sweep_stale(probe: &Probe, own: &str) -> Vec<PathBuf> {
+    let mut places: Vec<(PathBuf, bool)> = Vec::new();
+    for c in Controller::ALL {
+        if let Ok(place) = probe.place(c) {
+            let (dir, v2) = match place {
+                Place::V2(dir) => (dir.clone(), true),
+                Place::V1(dir) => (dir.clone(), false),
+            };
+            if !places.iter().any(|(d, _)| *d == dir) {
+                places.push((dir, v2));
+            }
+        }
+    }
+    let mut swept = Vec::new();
+    for (dir, v2) in places {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for group in entries.flatten().map(|e| e.path()) {
+            let name = group.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let Some(pid) = name.strip_prefix("hairpind-").and_then(|p| p.parse().ok()) else {
+                continue;
+            };
+            if name == own || daemon_alive(pid) || !group.is_dir() {
+                continue;
+            }
+            let leaves = fs::read_dir(&group).into_iter().flatten().flatten();
+            for leaf in leaves.map(|e| e.path()).filter(|p| p.is_dir()) {
+                // Dropping it kills what is left and removes the directory.
+                drop(Cgroup {
+                    parts: vec![Part {
+                        dir: leaf,
+                        v2,
+                        controllers: Vec::new(),
+                    }],
+                    procs: Vec::new(),
+                });
+            }
+            if fs::remove_dir(&group).is_ok() {
+                swept.push(group);
+            }
+        }
+    }
+    swept
+}
+
+/// Whether `pid` is a running hairpind.
+fn daemon_alive(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "hairpind")
+}
+
 /// Moves the calling process into the cgroups whose `cgroup.procs` are open as `fds`. Called in
 /// the child between fork and exec: no allocation, only write(2).
 pub fn enter(fds: &[RawFd]) -> io::Result<()> {
@@ -544,5 +599,70 @@ mod tests {
         );
         assert_eq!(keyed("max 7\n", "max"), 7);
         assert_eq!(keyed("", "max"), 0);
+    }
+
+    #[test]
+    fn a_gone_daemon_s_cgroups_are_swept_and_live_ones_kept() {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        use std::process::Command;
+        const TEST: &str = "cgroup::a_gone_daemon_s_cgroups_are_swept_and_live_ones_kept";
+        if !testkit::root(TEST) {
+            return;
+        }
+        let probe = Probe::host(Path::new("/sys/fs/cgroup"));
+        let own_dir = probe.place(Controller::Pids).as_ref().ok().map(|p| match p {
+            Place::V1(d) | Place::V2(d) => d.clone(),
+        });
+        let Some(own_dir) = testkit::require(TEST, own_dir, "a cgroup pids controller") else {
+            return;
+        };
+        let limits = Limits {
+            cpus: None,
+            memory: None,
+            pids: Some(8),
+            group_weight: 12,
+        };
+        // A daemon that is gone (its pid reaped), with a controllet still running in its cgroup.
+        let mut gone = Command::new("true").spawn().unwrap();
+        gone.wait().unwrap();
+        let stale = format!("hairpind-{}", gone.id());
+        let cg = Cgroup::create(&probe, &stale, "lsw", limits).unwrap();
+        let fds = cg.procs_fds();
+        // SAFETY: the closure only writes the pid into the open `cgroup.procs` files.
+        let mut orphan = unsafe {
+            Command::new("sleep")
+                .arg("60")
+                .pre_exec(move || enter(&fds))
+        }
+        .spawn()
+        .unwrap();
+        std::mem::forget(cg);
+        // A live daemon (a process named hairpind) and this one: both kept.
+        let bin = tempfile::tempdir().unwrap();
+        let fake = bin.path().join("hairpind");
+        fs::copy("/bin/sleep", &fake).unwrap();
+        let mut live = Command::new(&fake).arg("60").spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let live_group = format!("hairpind-{}", live.id());
+        let own_group = format!("hairpind-{}", std::process::id());
+        let kept = [
+            Cgroup::create(&probe, &live_group, "lsw", limits).unwrap(),
+            Cgroup::create(&probe, &own_group, "lsw", limits).unwrap(),
+        ];
+
+        let swept = sweep_stale(&probe, &own_group);
+        let status = orphan.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+        assert_eq!(swept, [own_dir.join(&stale)]);
+        assert!(!own_dir.join(&stale).exists());
+        assert!(own_dir.join(&live_group).join("lsw").is_dir());
+        assert!(own_dir.join(&own_group).join("lsw").is_dir());
+
+        drop(kept);
+        remove_group(&probe, &live_group);
+        remove_group(&probe, &own_group);
+        let _ = live.kill();
+        let _ = live.wait();
+        assert!(!own_dir.join(&live_group).exists());
     }
 }

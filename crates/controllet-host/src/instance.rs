@@ -17,6 +17,7 @@ use crate::logs::Log;
 use crate::netns::PrivateNet;
 use crate::process::{Launch, User};
 use crate::sandbox::{self, Plan};
+use crate::seccomp::{self, FilterFile};
 use crate::spec::{ChannelKind, ControlletSpec, Isolation, Network, Piece};
 use crate::supervise::{self, Handle, Lifecycle};
 use crate::{err, HostError, Inner};
@@ -45,6 +46,8 @@ impl Confinement {
 struct Resources {
     cgroup: Option<Cgroup>,
     netns: Option<PrivateNet>,
+    /// The system-call filters bubblewrap reads at every start (held open, never read here).
+    _seccomp: Vec<FilterFile>,
     tasks: Vec<AbortHandle>,
     socket: PathBuf,
 }
@@ -195,6 +198,22 @@ impl Instance {
             }
             (ChannelKind::Unix, false) => Channel::Unix(socket.clone()),
         };
+        let seccomp = if confinement.has(Piece::Seccomp) {
+            match seccomp::programs(&spec.allow_syscalls)
+                .and_then(|ps| ps.iter().map(FilterFile::new).collect())
+            {
+                Ok(files) => files,
+                Err(e) => {
+                    confinement.held.retain(|p| *p != Piece::Seccomp);
+                    confinement.missing.push((Piece::Seccomp, e.to_string()));
+                    check_refusal(&spec, &confinement)?;
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let seccomp_fds: Vec<_> = seccomp.iter().map(FilterFile::fd).collect();
         let argv = if confinement.has(Piece::Sandbox) {
             Plan {
                 bwrap: inner.host.bwrap.clone(),
@@ -204,6 +223,7 @@ impl Instance {
                 read_only: spec.read_only.clone(),
                 program: spec.program.clone(),
                 args: spec.args.clone(),
+                seccomp_fds: seccomp_fds.clone(),
             }
             .argv(Path::new("/"))
         } else {
@@ -214,6 +234,7 @@ impl Instance {
         let resources = Resources {
             cgroup,
             netns,
+            _seccomp: seccomp,
             tasks,
             socket,
         };
@@ -232,6 +253,7 @@ impl Instance {
                 .map(Cgroup::procs_fds)
                 .unwrap_or_default(),
             netns_fd: resources.netns.as_ref().map(PrivateNet::fd),
+            inherit_fds: seccomp_fds,
         };
         let instance = Arc::new(Instance {
             spec,
@@ -349,19 +371,21 @@ fn confine(inner: &Inner, spec: &ControlletSpec) -> Confinement {
         let bwrap = &inner.host.bwrap;
         let userns = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
             .map_or(true, |n| n.trim() != "0");
-        piece(
-            Piece::Sandbox,
-            if !is_executable(bwrap) {
-                Err(format!(
-                    "no bubblewrap at {} (Debian package bubblewrap)",
-                    bwrap.display()
-                ))
-            } else if !userns {
-                Err("user namespaces are disabled (user.max_user_namespaces = 0)".into())
-            } else {
-                Ok(())
-            },
-        );
+        let sandbox = if !is_executable(bwrap) {
+            Err(format!(
+                "no bubblewrap at {} (Debian package bubblewrap)",
+                bwrap.display()
+            ))
+        } else if !userns {
+            Err("user namespaces are disabled (user.max_user_namespaces = 0)".into())
+        } else {
+            Ok(())
+        };
+        let seccomp = match sandbox {
+            Ok(()) => seccomp::available(),
+            Err(_) => Err("bubblewrap loads the filter, and there is no sandbox".into()),
+        };
+        piece(Piece::Sandbox, sandbox);
         for (p, controller) in [
             (Piece::Cpu, Controller::Cpu),
             (Piece::Memory, Controller::Memory),
@@ -380,6 +404,7 @@ fn confine(inner: &Inner, spec: &ControlletSpec) -> Confinement {
         if spec.network == Network::Private {
             piece(Piece::Network, Ok(()));
         }
+        piece(Piece::Seccomp, seccomp);
     }
     if let Some(bus) = &inner.bus {
         let confined = bus.embedded.is_some() || spec.bus_password_file.is_some();

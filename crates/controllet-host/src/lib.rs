@@ -16,6 +16,7 @@ pub mod logs;
 pub mod netns;
 pub mod process;
 pub mod sandbox;
+pub mod seccomp;
 pub mod spec;
 pub mod supervise;
 
@@ -135,15 +136,23 @@ impl Host {
             ));
             Some(bus)
         };
+        let probe = cgroup::Probe::host(&config.host.cgroup_root);
+        let group = format!("hairpind-{}", std::process::id());
+        for stale in cgroup::sweep_stale(&probe, &group) {
+            eprintln!(
+                "hairpind: removed the controllet cgroups of a daemon that is gone: {}",
+                stale.display()
+            );
+        }
         let host = Host {
             inner: Arc::new(Inner {
                 agent,
                 switch,
-                probe: cgroup::Probe::host(&config.host.cgroup_root),
+                probe,
                 host: config.host,
                 run_dir,
                 state_dir,
-                group: format!("hairpind-{}", std::process::id()),
+                group,
                 bus,
                 entries: Mutex::new(BTreeMap::new()),
             }),

@@ -73,6 +73,9 @@ pub struct Launch {
     pub cgroup_fds: Vec<RawFd>,
     /// A network namespace to join.
     pub netns_fd: Option<RawFd>,
+    /// Close-on-exec descriptors the program reads from the start (the sandbox's system-call
+    /// filters): rewound and passed on.
+    pub inherit_fds: Vec<RawFd>,
 }
 
 /// Starts the process with stdout and stderr piped; it is killed if the handle is dropped.
@@ -93,10 +96,12 @@ pub fn spawn(launch: &Launch) -> io::Result<Child> {
         .kill_on_drop(true);
     let cgroup_fds = launch.cgroup_fds.clone();
     let netns = launch.netns_fd;
+    let inherit = launch.inherit_fds.clone();
     let user = launch.user;
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe system calls (write, setns, prctl, setsid, setgroups, setgid,
-    // setuid); it allocates nothing (`cgroup_fds` was cloned before the fork).
+    // setuid, lseek, fcntl); it allocates nothing (the descriptor lists were cloned before the
+    // fork).
     unsafe {
         command.pre_exec(move || {
             crate::cgroup::enter(&cgroup_fds)?;
@@ -109,6 +114,9 @@ pub fn spawn(launch: &Launch) -> io::Result<Child> {
             check(libc::setgroups(0, std::ptr::null()))?;
             check(libc::setgid(user.gid))?;
             check(libc::setuid(user.uid))?;
+            for &fd in &inherit {
+                crate::seccomp::prepare_for_exec(fd)?;
+            }
             Ok(())
         });
     }

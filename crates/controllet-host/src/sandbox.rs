@@ -11,6 +11,7 @@
 //! bwrap starts (see `netns`), never by bwrap.
 
 use std::ffi::OsString;
+use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
 
 /// Where the controllet finds its OpenFlow socket inside the sandbox.
@@ -28,6 +29,8 @@ pub struct Plan {
     pub read_only: Vec<PathBuf>,
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Descriptors of the system-call filters bubblewrap loads before the program.
+    pub seccomp_fds: Vec<RawFd>,
 }
 
 /// System paths shown read-only; each is bound when it is a directory and recreated as the
@@ -83,6 +86,9 @@ impl Plan {
             push(&[&"--ro-bind", path, path]);
         }
         push(&[&"--bind", &self.directory, &self.directory]);
+        for fd in &self.seccomp_fds {
+            push(&[&"--add-seccomp-fd", &fd.to_string()]);
+        }
         push(&[&"--chdir", &self.directory, &"--", &self.program]);
         a.extend(self.args.iter().map(OsString::from));
         a
@@ -102,6 +108,7 @@ mod tests {
             read_only: vec!["/opt/lsw".into()],
             program: "/opt/lsw/bin/lsw".into(),
             args: vec!["--verbose".into()],
+            seccomp_fds: vec![7, 8],
         }
     }
 
@@ -128,6 +135,7 @@ mod tests {
             "--bind /run/hairpin/dp-1/controllets/lsw /run/hairpin",
             "--ro-bind /opt/lsw /opt/lsw",
             "--bind /var/lib/hairpin/dp-1/controllets/lsw /var/lib/hairpin/dp-1/controllets/lsw",
+            "--add-seccomp-fd 7 --add-seccomp-fd 8",
             "-- /opt/lsw/bin/lsw --verbose",
         ] {
             assert!(joined.contains(wanted), "{wanted} missing in {joined}");

@@ -191,6 +191,8 @@ pub enum Piece {
     Network,
     /// Bus credentials that confine what it publishes.
     Bus,
+    /// The system-call filter (`seccomp`), loaded by the sandbox.
+    Seccomp,
 }
 
 impl fmt::Display for Piece {
@@ -202,6 +204,7 @@ impl fmt::Display for Piece {
             Piece::Pids => "pids",
             Piece::Network => "network",
             Piece::Bus => "bus",
+            Piece::Seccomp => "seccomp",
         })
     }
 }
@@ -276,6 +279,10 @@ pub struct ControlletSpec {
     /// Confinements it may run without where this host lacks them.
     #[serde(default)]
     pub run_without: Vec<Piece>,
+    /// System calls the sandbox's filter refuses that this controllet may make (names from
+    /// `seccomp::REFUSED`, or `clone3`).
+    #[serde(default)]
+    pub allow_syscalls: Vec<String>,
     #[serde(default)]
     pub restart: Backoff,
     /// On an external bus: the file holding this controllet's bus password (user
@@ -317,6 +324,16 @@ impl ControlletSpec {
         }
         if self.pids == 0 {
             return Err(("pids", "must be at least 1".into()));
+        }
+        if let Some(call) = self
+            .allow_syscalls
+            .iter()
+            .find(|c| !crate::seccomp::refuses(c))
+        {
+            return Err((
+                "allow_syscalls",
+                format!("`{call}` is not a call the sandbox's filter refuses"),
+            ));
         }
         if self.restart.min.0 > self.restart.max.0 || self.restart.min.0.is_zero() {
             return Err(("restart", "needs 0 < min <= max".into()));
@@ -514,8 +531,17 @@ mod tests {
         assert!(e.contains("not a size"), "{e}");
         let e = spec("name = \"a\"\nprogram = \"/x\"\ncpu = 0\n").unwrap_err();
         assert!(e.contains("CPU share"), "{e}");
-        let e = spec("name = \"a\"\nprogram = \"/x\"\nrun_without = [\"seccomp\"]\n").unwrap_err();
-        assert!(e.contains("seccomp"), "{e}");
+        let e = spec("name = \"a\"\nprogram = \"/x\"\nrun_without = [\"apparmor\"]\n").unwrap_err();
+        assert!(e.contains("apparmor"), "{e}");
+        let s = spec("name = \"a\"\nprogram = \"/x\"\nallow_syscalls = [\"read\"]\n").unwrap();
+        let (field, why) = s.validate().unwrap_err();
+        assert_eq!(field, "allow_syscalls");
+        assert!(why.contains("`read`"), "{why}");
+        let s = spec(
+            "name = \"a\"\nprogram = \"/x\"\nallow_syscalls = [\"io_uring_setup\", \"clone3\"]\n",
+        )
+        .unwrap();
+        s.validate().unwrap();
         let e = spec("name = \"a\"\nprogram = \"/x\"\nrestart = { min = \"5 s\" }\n").unwrap_err();
         assert!(e.contains("duration"), "{e}");
         let s = spec("name = \"a\"\nprogram = \"x\"\n").unwrap();

@@ -67,10 +67,13 @@ pub struct Start {
     /// An environment variable, KEY=VALUE (repeatable).
     #[arg(long = "env")]
     env: Vec<String>,
-    /// A confinement it may run without where the host lacks it: sandbox, cpu, memory,
-    /// pids, network, bus (repeatable).
+    /// A confinement it may run without where the host lacks it: sandbox, seccomp, cpu,
+    /// memory, pids, network, bus (repeatable).
     #[arg(long = "run-without")]
     run_without: Vec<String>,
+    /// A system call the sandbox's filter refuses that it may make (repeatable).
+    #[arg(long = "allow-syscall")]
+    allow_syscalls: Vec<String>,
 }
 
 /// The management method and params of a subcommand.
@@ -92,6 +95,7 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 read_only,
                 env,
                 run_without,
+                allow_syscalls,
             } = start.as_ref();
             let mut spec = Map::new();
             spec.insert("name".into(), json!(name));
@@ -108,6 +112,7 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 spec.insert("env".into(), Value::Object(vars));
                 spec.insert("read_only".into(), json!(read_only));
                 spec.insert("run_without".into(), json!(run_without));
+                spec.insert("allow_syscalls".into(), json!(allow_syscalls));
                 let optional = [
                     ("cpu", cpu.map(|c| json!(c))),
                     ("memory", memory.as_ref().map(|m| json!(m))),
@@ -248,6 +253,8 @@ mod tests {
             "/opt",
             "--run-without",
             "pids",
+            "--allow-syscall",
+            "io_uring_setup",
             "--",
             "--flows",
             "x",
@@ -259,6 +266,7 @@ mod tests {
         assert_eq!(params["cpu"], json!(0.25));
         assert_eq!(params["env"], json!({"A": "1"}));
         assert_eq!(params["run_without"], json!(["pids"]));
+        assert_eq!(params["allow_syscalls"], json!(["io_uring_setup"]));
         assert!(params.get("network").is_none());
         let (_, params) = request(&parse(&["start", "lsw"])).unwrap();
         assert_eq!(params, json!({"name": "lsw"}));

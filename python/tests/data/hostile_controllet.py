@@ -4,13 +4,16 @@
 - ``memory``: allocates and touches memory without end;
 - ``fork``: forks until refused, then holds its children;
 - ``escape PATH...``: reads each PATH, writes outside its directory, opens raw sockets,
-  connects to the host's OpenFlow port, and publishes on other controllets' and the switch's
-  subjects (and, as a control, on its own), printing what happened to each.
+  connects to the host's OpenFlow port, makes system calls the sandbox's filter refuses (a
+  user namespace, io_uring, the kernel keyring: all three work for an unprivileged process
+  outside the filter), and publishes on other controllets' and the switch's subjects (and,
+  as a control, on its own), printing what happened to each.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import socket
 import sys
@@ -49,6 +52,20 @@ def fork_bomb() -> None:
             os._exit(0)
         children += 1
     time.sleep(600)
+
+
+CLONE_NEWUSER = 0x10000000
+SYS_IO_URING_SETUP = 425  # the same number on every architecture
+SYS_KEYCTL = 250  # x86_64
+KEY_SPEC_SESSION_KEYRING = -3
+
+
+def checked(rc: int) -> int:
+    """``rc`` of a C call, or the OSError its errno names."""
+    if rc < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno))
+    return rc
 
 
 def attempt(what: str, action: object) -> None:
@@ -105,6 +122,16 @@ def escape(paths: list[str]) -> None:
     attempt(
         "connect to the host's OpenFlow port",
         lambda: socket.create_connection(("127.0.0.1", 16953), timeout=1),
+    )
+    libc = ctypes.CDLL(None, use_errno=True)
+    attempt("new user namespace", lambda: checked(libc.unshare(CLONE_NEWUSER)))
+    attempt(
+        "io_uring",
+        lambda: checked(libc.syscall(SYS_IO_URING_SETUP, 1, ctypes.create_string_buffer(120))),
+    )
+    attempt(
+        "kernel keyring",
+        lambda: checked(libc.syscall(SYS_KEYCTL, 0, KEY_SPEC_SESSION_KEYRING, 0)),
     )
     asyncio.run(publish_elsewhere())
     time.sleep(600)
