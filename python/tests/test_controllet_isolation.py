@@ -1,7 +1,8 @@
 """A hostile controllet is contained on every count (CPU, memory, processes, files, raw
-sockets, the host's network, refused system calls, the bus) while a learning-switch controllet
-on the same switch keeps working. The cost of its presence to hairpind's echo latency and forwarding throughput
-is measured by ``python -m hairpin.bench.infep_isolation`` (docs/bench/infep.md), not here."""
+sockets, the host's network, the master role, refused system calls, the bus) while a
+learning-switch controllet on the same switch keeps working. The cost of its presence to
+hairpind's echo latency and forwarding throughput is measured by ``python -m
+hairpin.bench.infep_isolation`` (docs/bench/infep.md), not here."""
 
 from __future__ import annotations
 
@@ -122,7 +123,9 @@ def test_a_hostile_controllet_is_contained_and_the_others_keep_working() -> None
             escape = switch.logs("hostile-escape")
             assert not [line for line in escape if line.startswith("ESCAPED")], escape
             denied = [line for line in escape if line.startswith("denied")]
-            assert len(denied) == len(readable) + 8, escape
+            assert len(denied) == len(readable) + 9, escape
+            # OpenFlow: its claim of the master role refused (ROLE_REQUEST_FAILED, UNSUP).
+            assert "denied master role: OpenFlow error type 11 code 1" in escape, escape
             # The system-call filter: EPERM for what works for any process outside it.
             for call in ("new user namespace", "io_uring", "kernel keyring"):
                 assert f"denied {call}: Operation not permitted" in escape, escape

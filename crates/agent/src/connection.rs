@@ -23,7 +23,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
 use crate::outbox::{Flushed, Outbox};
-use crate::roles::ConnId;
+use crate::roles::{ConnId, Mastership};
 use crate::session::{Outcome, Session};
 use crate::{Channels, Shared};
 
@@ -258,7 +258,13 @@ fn read_some(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> io::Result<usize> {
 }
 
 /// Serves one connection until the peer leaves, fails the handshake, or stops answering.
-pub(crate) async fn run(shared: &Arc<Shared>, conn: ConnId, socket: OwnedFd, active: bool) {
+pub(crate) async fn run(
+    shared: &Arc<Shared>,
+    conn: ConnId,
+    socket: OwnedFd,
+    active: bool,
+    mastership: Mastership,
+) {
     let fd = socket.as_raw_fd();
     let connection = Arc::new(Connection {
         outbox: Outbox::new(conn, fd),
@@ -284,7 +290,7 @@ pub(crate) async fn run(shared: &Arc<Shared>, conn: ConnId, socket: OwnedFd, act
     let mut hello = Vec::new();
     ofp::encode(SWITCH_XID, &Message::Hello(Hello::v13()), &mut hello);
     connection.outbox.reply(&hello);
-    shared.lock().roles.connect(conn);
+    shared.lock().roles.connect(conn, mastership);
     shared.register(Arc::clone(&connection));
     let counted = serve(shared, &connection, &socket, active).await;
     connection.outbox.close();

@@ -29,6 +29,7 @@ use tokio::sync::broadcast;
 
 use connection::Connection;
 use outbox::EventKind;
+pub use roles::Mastership;
 use roles::Roles;
 use session::{Event, SwitchState};
 use target::{ControllerTarget, ListenTarget};
@@ -298,7 +299,10 @@ impl Agent {
     /// Accepts connections on `target` forever.
     pub async fn listen(&self, target: ListenTarget) -> io::Result<()> {
         match target {
-            ListenTarget::Tcp(addr) => self.serve_tcp(TcpListener::bind(addr).await?).await,
+            ListenTarget::Tcp(addr) => {
+                self.serve_tcp(TcpListener::bind(addr).await?, Mastership::Allowed)
+                    .await
+            }
             ListenTarget::Ssl(addr) => {
                 let tls = self.tls()?;
                 self.serve_tls(TcpListener::bind(addr).await?, tls).await
@@ -311,18 +315,19 @@ impl Agent {
                 if let Some(dir) = path.parent() {
                     std::fs::create_dir_all(dir)?;
                 }
-                self.serve_unix(UnixListener::bind(&path)?).await
+                self.serve_unix(UnixListener::bind(&path)?, Mastership::Allowed)
+                    .await
             }
         }
     }
 
     /// Accepts connections on a bound TCP listener forever (one made in another network
-    /// namespace, for instance).
-    pub async fn serve_tcp(&self, listener: TcpListener) -> io::Result<()> {
+    /// namespace, for instance); `mastership` says whether they may claim the master role.
+    pub async fn serve_tcp(&self, listener: TcpListener, mastership: Mastership) -> io::Result<()> {
         loop {
             let (stream, _) = listener.accept().await?;
             stream.set_nodelay(true)?;
-            self.spawn_connection(stream.into_std()?.into());
+            self.spawn_connection(stream.into_std()?.into(), mastership);
         }
     }
 
@@ -365,15 +370,22 @@ impl Agent {
         let Ok(ours) = ours.into_std() else {
             return;
         };
-        tokio::join!(self.serve(ours.into(), active), tls::relay(stream, relayed));
+        tokio::join!(
+            self.serve(ours.into(), active, Mastership::Allowed),
+            tls::relay(stream, relayed)
+        );
     }
 
     /// Accepts connections on a bound unix listener forever (one whose owner and mode the
-    /// caller set).
-    pub async fn serve_unix(&self, listener: UnixListener) -> io::Result<()> {
+    /// caller set); `mastership` says whether they may claim the master role.
+    pub async fn serve_unix(
+        &self,
+        listener: UnixListener,
+        mastership: Mastership,
+    ) -> io::Result<()> {
         loop {
             let (stream, _) = listener.accept().await?;
-            self.spawn_connection(stream.into_std()?.into());
+            self.spawn_connection(stream.into_std()?.into(), mastership);
         }
     }
 
@@ -425,7 +437,7 @@ impl Agent {
     async fn serve_connected(&self, socket: io::Result<OwnedFd>) -> bool {
         match socket {
             Ok(socket) => {
-                self.serve(socket, true).await;
+                self.serve(socket, true, Mastership::Allowed).await;
                 true
             }
             Err(_) => false,
@@ -461,16 +473,16 @@ impl Agent {
         }
     }
 
-    fn spawn_connection(&self, socket: OwnedFd) {
+    fn spawn_connection(&self, socket: OwnedFd, mastership: Mastership) {
         let agent = self.clone();
-        tokio::spawn(async move { agent.serve(socket, false).await });
+        tokio::spawn(async move { agent.serve(socket, false, mastership).await });
     }
 
     /// Serves one connection on a connected, non-blocking stream socket; `active` marks a
     /// configured controller.
-    async fn serve(&self, socket: OwnedFd, active: bool) {
+    async fn serve(&self, socket: OwnedFd, active: bool, mastership: Mastership) {
         let conn = self.shared.next_conn.fetch_add(1, Ordering::Relaxed);
-        connection::run(&self.shared, conn, socket, active).await;
+        connection::run(&self.shared, conn, socket, active, mastership).await;
     }
 
     /// Expires flows and publishes pending changes on a fixed period, forever.

@@ -1,12 +1,20 @@
 //! Controller roles (spec 1.3.5 section 6.3.5): one master at a time, generation ids that
 //! refuse stale master/slave requests, and the per-role default async configuration.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ofp::{AsyncConfig, ControllerRole, OfpError, RoleRequestFailedCode};
 
 /// Identifies one OpenFlow connection inside the agent.
 pub type ConnId = u64;
+
+/// Whether a connection may claim the master role. A switch-local controllet is barred by
+/// default: its claim would demote the remote master, which OpenFlow lets any connection do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mastership {
+    Allowed,
+    Refused,
+}
 
 /// The switch-wide role arbitration state.
 #[derive(Debug, Default)]
@@ -14,15 +22,21 @@ pub struct Roles {
     /// Highest generation id seen in a master/slave request, once one was seen.
     generation: Option<u64>,
     roles: HashMap<ConnId, ControllerRole>,
+    /// Connections whose claims of the master role are refused.
+    barred: HashSet<ConnId>,
 }
 
 impl Roles {
-    pub fn connect(&mut self, conn: ConnId) {
+    pub fn connect(&mut self, conn: ConnId, mastership: Mastership) {
         self.roles.insert(conn, ControllerRole::Equal);
+        if mastership == Mastership::Refused {
+            self.barred.insert(conn);
+        }
     }
 
     pub fn disconnect(&mut self, conn: ConnId) {
         self.roles.remove(&conn);
+        self.barred.remove(&conn);
     }
 
     pub fn role(&self, conn: ConnId) -> ControllerRole {
@@ -37,13 +51,18 @@ impl Roles {
         !self.roles.is_empty()
     }
 
-    /// Applies a ROLE_REQUEST and returns the role and generation id to reply with.
+    /// Applies a ROLE_REQUEST and returns the role and generation id to reply with. A barred
+    /// connection's claim of master is refused with OFPRRFC_UNSUP (the change is not
+    /// supported for it), before its generation id is looked at or remembered.
     pub fn request(
         &mut self,
         conn: ConnId,
         role: ControllerRole,
         generation_id: u64,
     ) -> Result<(ControllerRole, u64), OfpError> {
+        if role == ControllerRole::Master && self.barred.contains(&conn) {
+            return Err(OfpError::RoleRequestFailed(RoleRequestFailedCode::Unsup));
+        }
         match role {
             ControllerRole::NoChange => {}
             ControllerRole::Equal => {
@@ -95,8 +114,8 @@ mod tests {
     #[test]
     fn one_master_and_stale_generations() {
         let mut roles = Roles::default();
-        roles.connect(1);
-        roles.connect(2);
+        roles.connect(1, Mastership::Allowed);
+        roles.connect(2, Mastership::Allowed);
         assert_eq!(
             roles.request(1, ControllerRole::Master, 10),
             Ok((ControllerRole::Master, 10))
@@ -120,8 +139,36 @@ mod tests {
         );
         // Wrap-around: a generation just past u64::MAX is newer.
         let mut roles = Roles::default();
-        roles.connect(1);
+        roles.connect(1, Mastership::Allowed);
         assert!(roles.request(1, ControllerRole::Slave, u64::MAX).is_ok());
         assert!(roles.request(1, ControllerRole::Master, 0).is_ok());
+    }
+
+    #[test]
+    fn a_barred_connection_cannot_demote_the_master() {
+        let mut roles = Roles::default();
+        roles.connect(1, Mastership::Allowed);
+        roles.connect(2, Mastership::Refused);
+        assert!(roles.request(1, ControllerRole::Master, 5).is_ok());
+        assert_eq!(
+            roles.request(2, ControllerRole::Master, 6),
+            Err(OfpError::RoleRequestFailed(RoleRequestFailedCode::Unsup))
+        );
+        assert_eq!(roles.role(1), ControllerRole::Master);
+        assert_eq!(roles.role(2), ControllerRole::Equal);
+        // Slave and equal stay open to it; its refused claim left the generation alone.
+        assert_eq!(
+            roles.request(2, ControllerRole::Slave, 5),
+            Ok((ControllerRole::Slave, 5))
+        );
+        assert_eq!(
+            roles.request(2, ControllerRole::Equal, 0),
+            Ok((ControllerRole::Equal, 5))
+        );
+        // The bar goes with the connection: a new one on the same id starts afresh.
+        roles.disconnect(2);
+        roles.connect(2, Mastership::Allowed);
+        assert!(roles.request(2, ControllerRole::Master, 7).is_ok());
+        assert_eq!(roles.role(1), ControllerRole::Slave);
     }
 }

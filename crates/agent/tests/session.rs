@@ -1,7 +1,7 @@
 //! Protocol behaviour of one connection, message by message: negotiation, errors, roles,
 //! async filtering and barriers.
 
-use agent::roles::Roles;
+use agent::roles::{Mastership, Roles};
 use agent::session::{Event, Session, SwitchState};
 use dataplane::datapath::DatapathConfig;
 use ofp::{
@@ -62,7 +62,7 @@ fn error_of(msg: &Message) -> OfpError {
 
 fn negotiated(state: &mut SwitchState, conn: u64) -> Session {
     let mut s = Session::new(conn);
-    state.roles.connect(conn);
+    state.roles.connect(conn, Mastership::Allowed);
     let out = s.on_message(state, &header(4, 1), hello(vec![1 << 4 | 1 << 1]), &[], 0);
     assert!(out.replies.is_empty() && !out.close);
     s

@@ -610,9 +610,13 @@ mod tests {
             return;
         }
         let probe = Probe::host(Path::new("/sys/fs/cgroup"));
-        let own_dir = probe.place(Controller::Pids).as_ref().ok().map(|p| match p {
-            Place::V1(d) | Place::V2(d) => d.clone(),
-        });
+        let own_dir = probe
+            .place(Controller::Pids)
+            .as_ref()
+            .ok()
+            .map(|p| match p {
+                Place::V1(d) | Place::V2(d) => d.clone(),
+            });
         let Some(own_dir) = testkit::require(TEST, own_dir, "a cgroup pids controller") else {
             return;
         };

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use agent::Mastership;
 use controllet::env::{BusAccess, Channel, Environment};
 use serde_json::{json, Value};
 use tokio::task::AbortHandle;
@@ -120,7 +121,14 @@ impl Instance {
         let unix = tokio::net::UnixListener::from_std(unix).map_err(|e| io_err(&socket, e))?;
         let mut tasks = Vec::new();
         let agent = inner.agent.clone();
-        tasks.push(tokio::spawn(async move { agent.serve_unix(unix).await }).abort_handle());
+        let mastership = if spec.may_be_master {
+            Mastership::Allowed
+        } else {
+            Mastership::Refused
+        };
+        tasks.push(
+            tokio::spawn(async move { agent.serve_unix(unix, mastership).await }).abort_handle(),
+        );
 
         // Its own network namespace, with the bus relay and the TCP channel in it.
         let mut netns = None;
@@ -146,8 +154,10 @@ impl Instance {
                         let listener = tokio_listener(listeners.next())?;
                         let agent = inner.agent.clone();
                         tasks.push(
-                            tokio::spawn(async move { agent.serve_tcp(listener).await })
-                                .abort_handle(),
+                            tokio::spawn(
+                                async move { agent.serve_tcp(listener, mastership).await },
+                            )
+                            .abort_handle(),
                         );
                     }
                     netns = Some(net);

@@ -279,6 +279,10 @@ pub struct ControlletSpec {
     /// Confinements it may run without where this host lacks them.
     #[serde(default)]
     pub run_without: Vec<Piece>,
+    /// Whether it may claim the master role (a ROLE_REQUEST for master is otherwise refused
+    /// with OFPRRFC_UNSUP): a claim demotes the remote master.
+    #[serde(default)]
+    pub may_be_master: bool,
     /// System calls the sandbox's filter refuses that this controllet may make (names from
     /// `seccomp::REFUSED`, or `clone3`).
     #[serde(default)]

@@ -74,6 +74,9 @@ pub struct Start {
     /// A system call the sandbox's filter refuses that it may make (repeatable).
     #[arg(long = "allow-syscall")]
     allow_syscalls: Vec<String>,
+    /// It may claim the master role (demoting a remote master).
+    #[arg(long = "may-be-master")]
+    may_be_master: bool,
 }
 
 /// The management method and params of a subcommand.
@@ -96,6 +99,7 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 env,
                 run_without,
                 allow_syscalls,
+                may_be_master,
             } = start.as_ref();
             let mut spec = Map::new();
             spec.insert("name".into(), json!(name));
@@ -113,6 +117,7 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 spec.insert("read_only".into(), json!(read_only));
                 spec.insert("run_without".into(), json!(run_without));
                 spec.insert("allow_syscalls".into(), json!(allow_syscalls));
+                spec.insert("may_be_master".into(), json!(may_be_master));
                 let optional = [
                     ("cpu", cpu.map(|c| json!(c))),
                     ("memory", memory.as_ref().map(|m| json!(m))),
@@ -255,6 +260,7 @@ mod tests {
             "pids",
             "--allow-syscall",
             "io_uring_setup",
+            "--may-be-master",
             "--",
             "--flows",
             "x",
@@ -267,6 +273,7 @@ mod tests {
         assert_eq!(params["env"], json!({"A": "1"}));
         assert_eq!(params["run_without"], json!(["pids"]));
         assert_eq!(params["allow_syscalls"], json!(["io_uring_setup"]));
+        assert_eq!(params["may_be_master"], json!(true));
         assert!(params.get("network").is_none());
         let (_, params) = request(&parse(&["start", "lsw"])).unwrap();
         assert_eq!(params, json!({"name": "lsw"}));

@@ -4,7 +4,8 @@
 - ``memory``: allocates and touches memory without end;
 - ``fork``: forks until refused, then holds its children;
 - ``escape PATH...``: reads each PATH, writes outside its directory, opens raw sockets,
-  connects to the host's OpenFlow port, makes system calls the sandbox's filter refuses (a
+  connects to the host's OpenFlow port, claims the master role on its own OpenFlow channel
+  (which would demote a remote master), makes system calls the sandbox's filter refuses (a
   user namespace, io_uring, the kernel keyring: all three work for an unprivileged process
   outside the filter), and publishes on other controllets' and the switch's subjects (and,
   as a control, on its own), printing what happened to each.
@@ -16,6 +17,7 @@ import asyncio
 import ctypes
 import os
 import socket
+import struct
 import sys
 import time
 
@@ -58,6 +60,39 @@ CLONE_NEWUSER = 0x10000000
 SYS_IO_URING_SETUP = 425  # the same number on every architecture
 SYS_KEYCTL = 250  # x86_64
 KEY_SPEC_SESSION_KEYRING = -3
+
+
+OFPT_HELLO, OFPT_ERROR, OFPT_ROLE_REQUEST, OFPT_ROLE_REPLY = 0, 1, 24, 25
+OFPCR_ROLE_MASTER = 2
+
+
+def claim_master() -> str:
+    """Claims the master role on the controllet's channel; returns the role reply, or raises
+    with the OpenFlow error (type and code) the switch answered with."""
+    path = os.environ["HAIRPIN_OPENFLOW"].removeprefix("unix:")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+        s.sendall(struct.pack("!BBHI", 4, OFPT_HELLO, 8, 1))
+        request = struct.pack("!IIQ", OFPCR_ROLE_MASTER, 0, 1)
+        s.sendall(struct.pack("!BBHI", 4, OFPT_ROLE_REQUEST, 8 + len(request), 2) + request)
+        buf = b""
+        while True:
+            while len(buf) < 8 or len(buf) < struct.unpack("!H", buf[2:4])[0]:
+                chunk = s.recv(4096)
+                if not chunk:
+                    raise OSError(0, "the switch closed the channel")
+                buf += chunk
+            length = struct.unpack("!H", buf[2:4])[0]
+            message, buf = buf[:length], buf[length:]
+            kind, xid = message[1], struct.unpack("!I", message[4:8])[0]
+            if xid != 2:
+                continue
+            if kind == OFPT_ERROR:
+                err_type, code = struct.unpack("!HH", message[8:12])
+                raise OSError(0, f"OpenFlow error type {err_type} code {code}")
+            if kind == OFPT_ROLE_REPLY:
+                return f"role {struct.unpack('!I', message[8:12])[0]}"
 
 
 def checked(rc: int) -> int:
@@ -123,6 +158,7 @@ def escape(paths: list[str]) -> None:
         "connect to the host's OpenFlow port",
         lambda: socket.create_connection(("127.0.0.1", 16953), timeout=1),
     )
+    attempt("master role", claim_master)
     libc = ctypes.CDLL(None, use_errno=True)
     attempt("new user namespace", lambda: checked(libc.unshare(CLONE_NEWUSER)))
     attempt(
