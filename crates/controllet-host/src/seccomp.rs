@@ -202,6 +202,15 @@ pub fn prepare_for_exec(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Loads `programs` into the calling thread (with no_new_privs), as bubblewrap does for the
+/// controllet: for the tests and the benchmark, which measure the filter without a sandbox.
+pub fn install(programs: &[BpfProgram]) -> io::Result<()> {
+    for p in programs {
+        seccompiler::apply_filter(p).map_err(invalid)?;
+    }
+    Ok(())
+}
+
 /// Whether this kernel filters system calls (`prctl(PR_GET_SECCOMP)` answers).
 pub fn available() -> Result<(), String> {
     // SAFETY: a query without side effects.
@@ -230,19 +239,10 @@ mod tests {
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0);
         if pid == 0 {
-            // SAFETY: in the child: prctl and seccomp on programs built before the fork.
+            // SAFETY: in the child: the filters (built before the fork), the probes, exit.
             unsafe {
-                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-                for p in &programs {
-                    let prog = libc::sock_fprog {
-                        len: p.len() as u16,
-                        filter: p.as_ptr() as *mut libc::sock_filter,
-                    };
-                    if libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog)
-                        != 0
-                    {
-                        libc::_exit(99);
-                    }
+                if install(&programs).is_err() {
+                    libc::_exit(99);
                 }
                 for probe in probes {
                     let errno = if probe() < 0 {
