@@ -7,7 +7,7 @@ target/release or $HAIRPIN_BIN):
   responder (in the switch) and by the classic responder (os-ken, PACKET_IN + PACKET_OUT);
   reaction time from just before the request's send to the kernel's receive timestamp of the
   reply (SO_TIMESTAMPNS). Fig. 7. For reference (``--cases``): InSP with hairpind at a
-  real-time priority, and with busy-polling datapath threads at that priority; the peer's
+  real-time priority, and with busy-polling datapath threads (normal priority); the peer's
   kernel answering over one veth (the floor of the method); Open vSwitch (netdev) answering
   with an ARP-responder flow; and on request InSP with TPACKET_V3 receive rings
   (``insp-blocks``).
@@ -48,10 +48,11 @@ APPS = {
     "packet_in_only": "hairpin.bench.packet_in_sink",
 }
 # The switch at a real-time priority, so that the other work on this shared machine cannot
-# keep a woken datapath thread from a core; and datapath threads that never sleep, at that
-# priority (a stand-in for a core of their own, less the kernel's real-time throttling).
+# keep a woken datapath thread from a core; and datapath threads that never sleep, at the
+# normal priority (at a real-time one a thread that never sleeps holds off the softirq work
+# queued on its core: the same p50, and a p99 of 45-49 ms, docs/bench/insp.md).
 REALTIME = {"wrapper": ["chrt", "-f", "50"]}
-BUSY_POLL = {"extra_args": ["--busy-poll"], **REALTIME}
+BUSY_POLL = {"extra_args": ["--busy-poll"]}
 DAEMONS = {
     "insp": None,
     "insp-rt": REALTIME,
