@@ -12,14 +12,13 @@ use serde_json::{json, Value};
 use crate::compose::compose;
 use crate::error::CtlError;
 use crate::syntax::flow::{format_flow_stats, parse_flow, FlowUse};
-use crate::syntax::value::{format_hex, parse_hex};
 
 /// The `trace` params for a flow description.
 pub fn request(flow: &[String]) -> Result<Value, CtlError> {
     let text = flow.join(",");
     let spec = parse_flow(&text, FlowUse::Filter).map_err(|e| CtlError::Usage(e.to_string()))?;
     let (in_port, frame) = compose(&spec.match_).map_err(CtlError::Usage)?;
-    Ok(json!({ "in_port": in_port, "frame": format_hex(&frame) }))
+    Ok(json!({ "in_port": in_port, "frame": hex::encode(&frame) }))
 }
 
 /// The trace as the operator reads it.
@@ -80,8 +79,8 @@ fn list(v: &Value) -> String {
 }
 
 /// A flow-stats reply (hex) as a `dump-flows` line.
-fn flow_line(hex: &str) -> Option<String> {
-    let bytes = parse_hex(hex)?;
+fn flow_line(reply_hex: &str) -> Option<String> {
+    let bytes = hex::decode(reply_hex).ok()?;
     let (_, Message::MultipartReply(reply)) = ofp::decode(&bytes).ok()? else {
         return None;
     };

@@ -8,7 +8,7 @@ use ofp::{
 };
 
 use super::fields::{describe, field_by_name, format_value, parse_value};
-use super::value::{format_hex, format_port, parse_int, parse_mac, parse_port, parse_u64};
+use super::value::{format_port, parse_int, parse_mac, parse_port, parse_u64};
 use super::{split_assignment, split_top_level, SyntaxError};
 
 /// Instructions as they are gathered, emitted in the order the pipeline runs them.
@@ -275,7 +275,7 @@ pub fn format_action(action: &Action) -> String {
         Action::PushPbb(e) => format!("push_pbb:{e:#06x}"),
         Action::PopPbb => "pop_pbb".into(),
         Action::Experimenter { experimenter, data } => {
-            format!("experimenter({experimenter:#x},{})", format_hex(data))
+            format!("experimenter({experimenter:#x},{})", hex::encode(data))
         }
     }
 }
@@ -315,7 +315,7 @@ pub fn format_instructions(instructions: &[Instruction]) -> String {
             }
             Instruction::Experimenter { experimenter, data } => parts.push(format!(
                 "experimenter({experimenter:#x},{})",
-                format_hex(data)
+                hex::encode(data)
             )),
         }
     }

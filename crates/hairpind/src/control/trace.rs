@@ -31,8 +31,8 @@ pub fn register(registry: &mut Registry, agent: Agent, readers: DatapathReaderFa
         move |value| {
             let p: TraceParams = serde_json::from_value(value)
                 .map_err(|e| CommandError::new(format!("trace: {e}")))?;
-            let frame = from_hex(&p.frame)
-                .ok_or_else(|| CommandError::new("trace: `frame` is not hex bytes"))?;
+            let frame = hex::decode(p.frame.trim())
+                .map_err(|e| CommandError::new(format!("trace: `frame` is not hex bytes: {e}")))?;
             if frame.len() > MAX_FRAME {
                 return Err(CommandError::new(format!(
                     "trace: a frame of {} bytes is longer than {MAX_FRAME}",
@@ -64,7 +64,7 @@ pub fn register(registry: &mut Registry, agent: Agent, readers: DatapathReaderFa
                                     body: MultipartReplyBody::Flow(vec![stats]),
                                 });
                                 ofp::encode(0, &reply, &mut wire);
-                                to_hex(&wire)
+                                hex::encode(&wire)
                             }),
                         })
                     });
@@ -77,37 +77,8 @@ pub fn register(registry: &mut Registry, agent: Agent, readers: DatapathReaderFa
                 "action_set": trace.action_set,
                 "outputs": trace.outputs,
                 "dropped": trace.dropped,
-                "frame": to_hex(&trace.frame),
+                "frame": hex::encode(&trace.frame),
             }))
         },
     );
-}
-
-fn to_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn from_hex(text: &str) -> Option<Vec<u8>> {
-    let text = text.trim();
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hex_round_trips_and_refuses_what_is_not_hex() {
-        assert_eq!(from_hex("00ff10"), Some(vec![0, 0xff, 0x10]));
-        assert_eq!(to_hex(&[0, 0xff, 0x10]), "00ff10");
-        for bad in ["0", "zz", "0g", "é1"] {
-            assert_eq!(from_hex(bad), None, "{bad}");
-        }
-    }
 }
