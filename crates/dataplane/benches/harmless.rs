@@ -66,6 +66,7 @@ use ports::trunk::{vlan_tag, VlanMap};
 use ports::{write_tagged, RxFrame, VlanTag};
 use reference::{Verdict, EXTERNAL};
 use timing::{loadavg, median, slice, Slice};
+use traffic::Fill;
 
 /// Large tables on huge pages, as in the daemon.
 #[global_allocator]
@@ -287,7 +288,9 @@ impl<'t> WireNic<'t> {
             entered
         });
     }
+}
 
+impl Fill for WireNic<'_> {
     #[inline(always)]
     fn fill(&mut self, batch: &mut PacketBatch) {
         batch.clear();
@@ -391,31 +394,15 @@ impl PacketSink for TxSink {
 }
 
 /// One form's traffic through a reader.
-struct Traffic<'t> {
-    nic: WireNic<'t>,
-    batch: PacketBatch,
-    sink: TxSink,
-    batches: u64,
-}
+type Traffic<'t> = traffic::Traffic<WireNic<'t>, TxSink>;
 
-impl<'t> Traffic<'t> {
-    fn new(flows: &[Flow], trace: &'t [Arrival], form: Form, start: usize) -> Self {
-        Traffic {
-            nic: WireNic::new(flows, trace, form, start),
-            batch: PacketBatch::new(BURST, 2048),
-            sink: TxSink::new(form.trunk()),
-            batches: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn step(&mut self, reader: &mut DatapathReader) -> u64 {
-        self.nic.fill(&mut self.batch);
-        let n = self.batch.len() as u64;
-        self.batches += 1;
-        reader.process(1 + (self.batches >> 6), &mut self.batch, &mut self.sink);
-        n
-    }
+/// The traffic of `trace` in `form`, starting at packet `start`.
+fn traffic<'t>(flows: &[Flow], trace: &'t [Arrival], form: Form, start: usize) -> Traffic<'t> {
+    Traffic::new(
+        WireNic::new(flows, trace, form, start),
+        PacketBatch::new(BURST, 2048),
+        TxSink::new(form.trunk()),
+    )
 }
 
 /// Checks a form end to end: the given flows' packets (every flow's, then a stretch of the
@@ -530,7 +517,7 @@ fn spread(v: &[f64]) -> f64 {
 fn measure(w: &Workload, trace: &[Arrival], reader: &mut DatapathReader, o: &Options) -> Cell {
     let mut traffic: Vec<Traffic<'_>> = FORMS
         .iter()
-        .map(|&form| Traffic::new(&w.flows, trace, form, 0))
+        .map(|&form| traffic(&w.flows, trace, form, 0))
         .collect();
     for t in &mut traffic {
         slice(o.slice, || t.step(reader));
@@ -574,7 +561,7 @@ fn threaded(
                 let mut reader = readers.reader();
                 let start = Arc::clone(&start);
                 scope.spawn(move || {
-                    let mut traffic = Traffic::new(flows, trace, form, trace.len() * t / threads);
+                    let mut traffic = traffic(flows, trace, form, trace.len() * t / threads);
                     slice(dur / 10, || traffic.step(&mut reader));
                     start.wait();
                     let r = slice(dur, || traffic.step(&mut reader));
@@ -645,7 +632,7 @@ fn main() {
             });
             let mut reader = readers.reader();
             if let Some((packets, form)) = o.count {
-                let mut t = Traffic::new(&w.flows, &trace, form, 0);
+                let mut t = traffic(&w.flows, &trace, form, 0);
                 let mut done = 0;
                 while done < packets {
                     done += t.step(&mut reader);

@@ -52,7 +52,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use timing::{loadavg, median, slice, Slice};
-use traffic::{CountingSink, Nic};
+use traffic::{CountingSink, Fill, Nic};
 
 /// Large tables on huge pages, as in the daemon.
 #[global_allocator]
@@ -127,33 +127,16 @@ impl Options {
     }
 }
 
-/// Runs the trace through a reader: the NIC fills a batch, the datapath consumes it.
-struct Traffic<'t> {
-    nic: Nic<'t>,
-    batch: PacketBatch,
-    sink: CountingSink,
-    /// The clock the datapath sees (meters, timeouts), stepped every 64 batches.
-    batches: u64,
-}
+/// The trace through a reader, as this benchmark feeds it.
+type Traffic<'t> = traffic::Traffic<Nic<'t>, CountingSink>;
 
-impl<'t> Traffic<'t> {
-    fn new(w: &Workload, trace: &'t [u32], batch: usize) -> Self {
-        Traffic {
-            nic: Nic::new(&w.flows, trace),
-            batch: PacketBatch::new(batch, 2048),
-            sink: CountingSink::default(),
-            batches: 0,
-        }
-    }
-
-    #[inline(always)]
-    fn step(&mut self, reader: &mut DatapathReader) -> u64 {
-        self.nic.fill(&mut self.batch);
-        let n = self.batch.len() as u64;
-        self.batches += 1;
-        reader.process(1 + (self.batches >> 6), &mut self.batch, &mut self.sink);
-        n
-    }
+/// The traffic of `trace` over `w`'s flows in batches of `batch`.
+fn traffic<'t>(w: &Workload, trace: &'t [u32], batch: usize) -> Traffic<'t> {
+    Traffic::new(
+        Nic::new(&w.flows, trace),
+        PacketBatch::new(batch, 2048),
+        CountingSink::default(),
+    )
 }
 
 /// A cell's figures.
@@ -170,7 +153,7 @@ struct Cell {
 /// Times a cell: a tenth of its time warms up, a tenth measures the NIC alone, the rest is
 /// [`SLICES`] slices of trace through the reader.
 fn measure(w: &Workload, trace: &[u32], reader: &mut DatapathReader, o: &Options) -> Cell {
-    let mut t = Traffic::new(w, trace, o.batch);
+    let mut t = traffic(w, trace, o.batch);
     slice(o.cell / 10, || t.step(reader));
     let (out0, in0) = (t.sink.outputs, t.sink.packet_ins);
     let slices: Vec<Slice> = (0..SLICES)
@@ -316,7 +299,7 @@ fn measure_churn(mut w: Workload, o: &Options, rate: u64) -> Result<Churn, Strin
         }
         Ok(done)
     });
-    let mut t = Traffic::new(&w, &trace, o.batch);
+    let mut t = traffic(&w, &trace, o.batch);
     let dur = o.cell * 2;
     slice(dur / 10, || t.step(&mut reader));
     let (mut off, mut on) = (Vec::new(), Vec::new());
@@ -375,7 +358,7 @@ fn main() {
             let mut reader = readers.reader();
             reader.set_isa(o.isa);
             if let Some(packets) = o.count {
-                let mut t = Traffic::new(&w, &trace, o.batch);
+                let mut t = traffic(&w, &trace, o.batch);
                 let mut done = 0;
                 while done < packets {
                     done += t.step(&mut reader);

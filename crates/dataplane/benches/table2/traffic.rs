@@ -6,6 +6,7 @@ use super::cases::{Flow, Rng, Workload};
 use super::frames::{FrameBytes, FRAME_LEN};
 use super::reference::Verdict;
 use dataplane::batch::{PacketBatch, PacketInEvent, PacketSink};
+use dataplane::datapath::DatapathReader;
 
 /// A trace: flow indices in a random order, each flow equally often.
 ///
@@ -22,6 +23,42 @@ pub fn trace(flows: usize, min_packets: usize, rng: &mut Rng) -> Vec<u32> {
         t.swap(i, j);
     }
     t
+}
+
+/// What writes a batch's received frames from a trace, as a NIC writes its receive ring.
+pub trait Fill {
+    /// Fills `batch` (emptied first) with the trace's next packets, wrapping at its end.
+    fn fill(&mut self, batch: &mut PacketBatch);
+}
+
+/// A trace's packets through a reader: the NIC fills a batch, the datapath consumes it.
+pub struct Traffic<N, S> {
+    pub nic: N,
+    pub batch: PacketBatch,
+    pub sink: S,
+    /// The clock the datapath sees (meters, timeouts), stepped every 64 batches.
+    batches: u64,
+}
+
+impl<N: Fill, S: PacketSink> Traffic<N, S> {
+    pub fn new(nic: N, batch: PacketBatch, sink: S) -> Self {
+        Traffic {
+            nic,
+            batch,
+            sink,
+            batches: 0,
+        }
+    }
+
+    /// One batch through `reader`; returns its packets.
+    #[inline(always)]
+    pub fn step(&mut self, reader: &mut DatapathReader) -> u64 {
+        self.nic.fill(&mut self.batch);
+        let n = self.batch.len() as u64;
+        self.batches += 1;
+        reader.process(1 + (self.batches >> 6), &mut self.batch, &mut self.sink);
+        n
+    }
 }
 
 /// A frame on a cache line of its own, as a NIC's receive buffers are.
@@ -52,10 +89,11 @@ impl<'t> Nic<'t> {
             next: 0,
         }
     }
+}
 
-    /// Fills `batch` (emptied first) from the trace, wrapping at its end.
+impl Fill for Nic<'_> {
     #[inline(always)]
-    pub fn fill(&mut self, batch: &mut PacketBatch) {
+    fn fill(&mut self, batch: &mut PacketBatch) {
         batch.clear();
         for _ in 0..batch.capacity() {
             if let Some(&ahead) = self.trace.get(self.next + FRAME_AHEAD) {
