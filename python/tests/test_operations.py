@@ -1,5 +1,6 @@
 """Operations: the Prometheus metrics page after real traffic through veths, and the
-management commands `hairpinctl` sends to the daemon (version, summary, log level).
+management commands `hairpinctl` sends to the daemon (version, summary, log level), and the
+datapath threads' CPU pinning.
 
 Hairpind runs in its switch namespace with ``--metrics``; the test adds two flows with
 ovs-ofctl, sends a known number of raw frames of known size from h1, a few more that miss into
@@ -10,6 +11,7 @@ it with the official Prometheus client's parser; every counter must equal the tr
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -180,4 +182,25 @@ def test_trace_follows_the_live_tables_and_counts_nothing(tmp_path: Path) -> Non
         assert all("n_packets=0," in flow for flow in switch.flows()), switch.flows()
         bad = switch.ctl_run("trace", "in_port=9,ip")
         assert bad.returncode != 0 and "no port 9" in bad.stderr, bad.stderr
+        switch.assert_alive()
+
+
+def thread_cpus(pid: int) -> dict[str, str]:
+    """Each thread's name and the CPUs it may run on (``Cpus_allowed_list``)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        fields = [line.partition(":") for line in (task / "status").read_text().splitlines()]
+        status = {key: value.strip() for key, _, value in fields}
+        out[status["Name"]] = status["Cpus_allowed_list"]
+    return out
+
+
+def test_datapath_threads_run_on_the_cpus_given(tmp_path: Path) -> None:
+    args = ["--datapath-threads", "3", "--datapath-cpus", "1,0"]
+    with hairpin_star(tmp_path, hosts=2, extra_args=args) as switch:
+        cpus = thread_cpus(switch.process.pid)
+        # Thread i on the list's i-th CPU, round robin; the daemon's other threads untouched.
+        pinned = (cpus["hairpin-dp0"], cpus["hairpin-dp1"], cpus["hairpin-dp2"])
+        assert pinned == ("1", "0", "1"), cpus
+        assert set(os.sched_getaffinity(switch.process.pid)) >= {0, 1}, cpus
         switch.assert_alive()

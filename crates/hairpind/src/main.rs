@@ -156,11 +156,19 @@ fn run(
             index,
             stop: Arc::clone(&stop),
         };
-        handles.push(
-            std::thread::Builder::new()
-                .name(format!("hairpin-dp{index}"))
-                .spawn(move || datapath::run(ctx))?,
-        );
+        let thread = std::thread::Builder::new()
+            .name(format!("hairpin-dp{index}"))
+            .spawn(move || datapath::run(ctx))?;
+        if let Some(cpus) = &settings.datapath_cpus {
+            let cpu = cpus.for_thread(index);
+            datapath::cpus::pin(&thread, cpu).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!("pinning datapath thread {index} to CPU {cpu}: {e}"),
+                )
+            })?;
+        }
+        handles.push(thread);
     }
     handles.push(links::spawn_monitor(
         agent.clone(),

@@ -17,6 +17,7 @@ use agent::tls::TlsFiles;
 use clap::Parser;
 use serde::Deserialize;
 
+use crate::datapath::cpus::CpuList;
 use ports::{check_ifname, check_legacy, check_trunk_name, parse_trunk_flag, PortValue};
 pub use ports::{Interface, LegacyPort, PortBinding, PortIo, TrunkVlan};
 
@@ -168,6 +169,9 @@ pub struct Cli {
     /// Number of datapath threads.
     #[arg(long, value_name = "N")]
     pub datapath_threads: Option<usize>,
+    /// Pin datapath thread i to the list's i-th CPU (a CPU list: 1, 2-3, 0,2).
+    #[arg(long, value_name = "LIST", value_parser = CpuList::parse)]
+    pub datapath_cpus: Option<CpuList>,
     /// Receive ring kind of the ports.
     #[arg(long, value_enum)]
     pub rx_ring: Option<RxRing>,
@@ -225,6 +229,7 @@ struct FileSettings {
     trunks: BTreeMap<String, String>,
     fail_mode: Option<FailMode>,
     datapath_threads: Option<usize>,
+    datapath_cpus: Option<String>,
     rx_ring: Option<RxRing>,
     busy_poll: Option<bool>,
     local_port: Option<String>,
@@ -266,6 +271,8 @@ pub struct Settings {
     pub trunks: BTreeMap<String, Interface>,
     pub fail_mode: FailMode,
     pub datapath_threads: usize,
+    /// The CPUs datapath threads are pinned to, when given.
+    pub datapath_cpus: Option<CpuList>,
     pub rx_ring: RxRing,
     /// Datapath threads never sleep (see `--busy-poll`).
     pub busy_poll: bool,
@@ -564,6 +571,7 @@ impl Settings {
             trunks: BTreeMap::new(),
             fail_mode: FailMode::Secure,
             datapath_threads: 1,
+            datapath_cpus: None,
             rx_ring: RxRing::default(),
             busy_poll: false,
             local_port: None,
@@ -616,6 +624,10 @@ impl Settings {
         if let Some(threads) = cli.datapath_threads {
             settings.datapath_threads = threads;
         }
+        if let Some(cpus) = cli.datapath_cpus {
+            origins.from_file.remove("datapath_cpus");
+            settings.datapath_cpus = Some(cpus);
+        }
         if let Some(ring) = cli.rx_ring {
             settings.rx_ring = ring;
         }
@@ -657,6 +669,19 @@ impl Settings {
     fn check(&self, origins: &Origins<'_>) -> Result<(), ConfigError> {
         if self.datapath_threads == 0 {
             return Err(flag_error("datapath_threads", "must be at least 1"));
+        }
+        if let Some(cpus) = &self.datapath_cpus {
+            let allowed = crate::datapath::cpus::allowed()
+                .map_err(|e| flag_error("datapath_cpus", format!("this process's CPUs: {e}")))?;
+            if let Some(cpu) = cpus.first_outside(&allowed) {
+                return Err(origins.error(
+                    "datapath_cpus",
+                    format!(
+                        "CPU {cpu} is not one this process may run on (it may run on {})",
+                        CpuList::from_cpus(&allowed)
+                    ),
+                ));
+            }
         }
         self.check_legacy_ports(origins)?;
         if let Some(unknown) = self.captures.keys().find(|n| !self.ports.contains_key(n)) {
@@ -797,6 +822,10 @@ impl Settings {
         }
         if let Some(threads) = file.datapath_threads {
             self.datapath_threads = threads;
+        }
+        if let Some(cpus) = file.datapath_cpus {
+            self.datapath_cpus = Some(CpuList::parse(&cpus).map_err(|m| at("datapath_cpus", m))?);
+            origins.from_file.insert("datapath_cpus".into());
         }
         if let Some(ring) = file.rx_ring {
             self.rx_ring = ring;
@@ -959,6 +988,27 @@ mod tests {
         assert!(!s.busy_poll);
         assert!(settings_from("busy_poll = true\n", &[]).unwrap().busy_poll);
         assert!(settings_from("", &["--busy-poll"]).unwrap().busy_poll);
+    }
+
+    #[test]
+    fn datapath_cpus_come_from_file_or_flag_and_must_be_this_process_s() {
+        let first = crate::datapath::cpus::allowed().unwrap()[0];
+        let s = settings_from(&format!("datapath_cpus = \"{first}\"\n"), &[]).unwrap();
+        assert_eq!(s.datapath_cpus.unwrap().for_thread(0), first);
+        let s = settings_from("", &["--datapath-cpus", &first.to_string()]).unwrap();
+        assert_eq!(s.datapath_cpus.unwrap().to_string(), first.to_string());
+        assert_eq!(settings_from("", &[]).unwrap().datapath_cpus, None);
+        // A bad list in the file: file, line and field.
+        let err =
+            settings_from("fail_mode = \"secure\"\ndatapath_cpus = \"3-1\"\n", &[]).unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("datapath_cpus", Some(2)));
+        assert!(err.to_string().contains("backwards"), "{err}");
+        // A CPU outside this process's affinity, from the file and from the flag.
+        let err = settings_from("\ndatapath_cpus = \"1023\"\n", &[]).unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("datapath_cpus", Some(2)));
+        assert!(err.to_string().contains("CPU 1023 is not one"), "{err}");
+        let err = settings_from("", &["--datapath-cpus", "1023"]).unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("datapath_cpus", None));
     }
 
     #[test]

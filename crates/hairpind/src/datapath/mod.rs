@@ -9,6 +9,7 @@
 //! the price of a core.
 //!
 //! - [`ports`]: the thread's sockets by OpenFlow port number;
+//! - [`cpus`]: the CPUs the threads are pinned to (`datapath_cpus`);
 //! - [`sink`]: where the pipeline's outputs and packet-ins go;
 //! - [`packet_out`]: the agent's queue of packet-outs;
 //! - [`timers`]: the InSP timer triggers' schedule;
@@ -16,6 +17,7 @@
 //! - [`hardware`]: the `model` offload backend's hardware stage before the pipeline;
 //! - [`stats`]: the thread's busy and idle rounds, for operators.
 
+pub mod cpus;
 pub mod doorbell;
 pub mod hardware;
 pub mod packet_out;

@@ -1,0 +1,164 @@
+//! Pinning datapath threads to CPUs (`datapath_cpus`), as Open vSwitch's `pmd-cpu-mask` pins
+//! its polling threads: a busy-polling thread wants a core of its own, and the scheduler
+//! moving a datapath thread between cores costs it its caches.
+//!
+//! The list is the kernel's CPU list syntax (`taskset -c`, `cpuset.cpus`): `1`, `2-3`,
+//! `0,2-3`. Thread `i` runs on the list's `i`th CPU (modulo its length), one CPU each.
+
+use std::fmt;
+use std::io;
+use std::os::unix::thread::JoinHandleExt;
+use std::thread::JoinHandle;
+
+/// CPUs a `cpu_set_t` can name.
+const MAX_CPUS: usize = libc::CPU_SETSIZE as usize;
+
+/// A list of CPUs, in the order given, each once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(Vec<usize>);
+
+impl CpuList {
+    /// Parses `0,2-3`; refuses empty items, reversed ranges, repeats and CPUs past what the
+    /// kernel's CPU sets hold.
+    pub fn parse(text: &str) -> Result<CpuList, String> {
+        let mut cpus = Vec::new();
+        for item in text.split(',') {
+            let item = item.trim();
+            let number = |s: &str| {
+                let s = s.trim();
+                s.parse::<usize>()
+                    .ok()
+                    .filter(|n| *n < MAX_CPUS)
+                    .ok_or_else(|| {
+                        format!("`{s}` in `{text}` is not a CPU number (0-{})", MAX_CPUS - 1)
+                    })
+            };
+            let (first, last) = match item.split_once('-') {
+                Some((a, b)) => (number(a)?, number(b)?),
+                None => {
+                    let n = number(item)?;
+                    (n, n)
+                }
+            };
+            if first > last {
+                return Err(format!(
+                    "`{item}` in `{text}` is a range that runs backwards"
+                ));
+            }
+            for cpu in first..=last {
+                if cpus.contains(&cpu) {
+                    return Err(format!("CPU {cpu} appears twice in `{text}`"));
+                }
+                cpus.push(cpu);
+            }
+        }
+        Ok(CpuList(cpus))
+    }
+
+    /// The list of `cpus`, as given.
+    pub fn from_cpus(cpus: &[usize]) -> CpuList {
+        CpuList(cpus.to_vec())
+    }
+
+    /// The CPU of datapath thread `index`.
+    pub fn for_thread(&self, index: usize) -> usize {
+        self.0
+            .get(index % self.0.len().max(1))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The first CPU of the list this process may not run on, if any.
+    pub fn first_outside(&self, allowed: &[usize]) -> Option<usize> {
+        self.0.iter().copied().find(|c| !allowed.contains(c))
+    }
+}
+
+impl fmt::Display for CpuList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text: Vec<String> = self.0.iter().map(usize::to_string).collect();
+        f.write_str(&text.join(","))
+    }
+}
+
+/// The CPUs this process may run on (its affinity, as a cpuset or `taskset` left it).
+pub fn allowed() -> io::Result<Vec<usize>> {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid cpu_set_t of the size given.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: CPU_ISSET reads the set for a CPU below its size.
+    Ok((0..MAX_CPUS)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// Runs `thread` on `cpu` alone.
+pub fn pin<T>(thread: &JoinHandle<T>, cpu: usize) -> io::Result<()> {
+    // SAFETY: an all-zero cpu_set_t is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` is below CPU_SETSIZE (CpuList::parse refuses others).
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the handle's pthread is alive (the thread is joined later, never detached), and
+    // `set` is a valid cpu_set_t of the size given.
+    let rc = unsafe {
+        libc::pthread_setaffinity_np(thread.as_pthread_t(), std::mem::size_of_val(&set), &set)
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_and_ranges_parse_in_order() {
+        assert_eq!(CpuList::parse("1"), Ok(CpuList(vec![1])));
+        assert_eq!(CpuList::parse("3,0-1"), Ok(CpuList(vec![3, 0, 1])));
+        assert_eq!(CpuList::parse(" 2 - 3 "), Ok(CpuList(vec![2, 3])));
+        let list = CpuList::parse("3,0-1").unwrap();
+        assert_eq!(
+            (0..4).map(|i| list.for_thread(i)).collect::<Vec<_>>(),
+            [3, 0, 1, 3]
+        );
+        assert_eq!(list.to_string(), "3,0,1");
+        assert_eq!(list.first_outside(&[0, 1]), Some(3));
+        assert_eq!(list.first_outside(&[0, 1, 3]), None);
+    }
+
+    #[test]
+    fn bad_lists_say_why() {
+        for (text, why) in [
+            ("", "not a CPU number"),
+            ("a", "not a CPU number"),
+            ("1,,2", "not a CPU number"),
+            ("3-1", "backwards"),
+            ("1,1", "twice"),
+            ("0-2,2", "twice"),
+            ("99999", "not a CPU number"),
+            ("-1", "not a CPU number"),
+        ] {
+            let e = CpuList::parse(text).unwrap_err();
+            assert!(e.contains(why), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_pinned_thread_runs_on_its_cpu_only() {
+        let cpus = allowed().unwrap();
+        let cpu = *cpus.last().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            rx.recv().unwrap();
+            allowed().unwrap()
+        });
+        pin(&thread, cpu).unwrap();
+        tx.send(()).unwrap();
+        assert_eq!(thread.join().unwrap(), [cpu]);
+    }
+}
