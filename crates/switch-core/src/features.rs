@@ -42,7 +42,6 @@ fn settable() -> Vec<OxmId> {
                     | OxmFieldId::InPhyPort
                     | OxmFieldId::Metadata
                     | OxmFieldId::Ipv6Exthdr
-                    | OxmFieldId::NxIpTtl
             )
         })
         .map(|id| OxmId::known(*id, false))

@@ -49,6 +49,9 @@ pub fn compile_action(action: &Action) -> Option<ir::Action> {
         Action::Group(group) => ir::Action::Group(group),
         Action::SetNwTtl(ttl) => ir::Action::SetNwTtl(ttl),
         Action::DecNwTtl => ir::Action::DecNwTtl,
+        // Open vSwitch's `set_field:N->nw_ttl`: the TTL as SET_NW_TTL sets it, keeping the
+        // IPv4 checksum right (a generic field write would not).
+        Action::SetField(OxmValue::NxIpTtl(ttl)) => ir::Action::SetNwTtl(ttl),
         Action::SetField(ref value) => {
             let (field, value) = field_value(value)?;
             ir::Action::SetField(field, value)

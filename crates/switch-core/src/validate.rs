@@ -219,10 +219,9 @@ fn check_set_field(value: &OxmValue, known: &mut FlowMatch) -> Result<(), OfpErr
     let Some((field, v)) = field_value(value) else {
         return Err(bad_action(BadActionCode::BadSetType));
     };
-    // The TTL is set with SET_NW_TTL and DEC_NW_TTL, which keep the IPv4 checksum right.
     if matches!(
         field,
-        Field::InPort | Field::InPhyPort | Field::Metadata | Field::Ipv6Exthdr | Field::IpTtl
+        Field::InPort | Field::InPhyPort | Field::Metadata | Field::Ipv6Exthdr
     ) {
         return Err(bad_action(BadActionCode::BadSetType));
     }
