@@ -400,6 +400,10 @@ mod tests {
                 "set_field:80->tcp_dst",
                 Action::SetField(OxmValue::TcpDst(80)),
             ),
+            (
+                "set_field:9->nw_ttl",
+                Action::SetField(OxmValue::NxIpTtl(9)),
+            ),
         ];
         for (text, action) in cases {
             assert_eq!(parse_action(text), Ok(action.clone()), "{text}");
