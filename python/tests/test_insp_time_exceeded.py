@@ -1,6 +1,7 @@
 """ICMP Time Exceeded generated in the switch (seed 001 Fig. 6): ``traceroute`` through a chain
 of three hairpind routers sees every hop, each answered by an InSP template that an entry
-matching TTL 1 (NXM_NX_IP_TTL) triggers; the routers' controller sees no packet.
+matching TTL 1 (NXM_NX_IP_TTL) triggers; the routers' controller sees no packet but, where the
+routes name their gateways by address, the gateways' ARP replies.
 """
 
 from __future__ import annotations
@@ -20,9 +21,13 @@ from hairpin.testing.topology import wait_until
 
 pytestmark = pytest.mark.usefixtures("root")
 
+# The gateways the three routers resolve: each router's left and right neighbour.
+GATEWAYS = sorted(["10.0.0.1", "10.0.1.2", "10.0.1.1", "10.0.2.2", "10.0.2.1", "10.0.3.2"])
 
-def test_traceroute_through_a_chain_of_hairpin_routers(tmp_path: Path) -> None:
-    with router_chain(tmp_path, routers=3) as chain:
+
+@pytest.mark.parametrize("gateways", [False, True], ids=["next-hop-macs", "gateways-by-arp"])
+def test_traceroute_through_a_chain_of_hairpin_routers(tmp_path: Path, gateways: bool) -> None:
+    with router_chain(tmp_path, routers=3, gateways=gateways) as chain:
         config = tmp_path / "routers.json"
         config.write_text(json.dumps(chain.config))
         log = tmp_path / "osken.log"
@@ -38,6 +43,10 @@ def test_traceroute_through_a_chain_of_hairpin_routers(tmp_path: Path) -> None:
         hops = re.findall(r"^\s*\d+\s+(\S+)", result.stdout, flags=re.M)
         assert hops == chain.hops, result.stdout
         assert "refused" not in log.read_text(), log.read_text()
+        # Each router resolved its two gateways (a host or the next router, whose InSP
+        # template answered), or, with MACs given, asked for none.
+        resolved = re.findall(r"gateway (\S+) is at", log.read_text())
+        assert sorted(resolved) == (GATEWAYS if gateways else []), log.read_text()
         # Every router generated its hop's Time Exceeded from its port-1 template.
         for router in chain.net.switches:
             listing = chain.net.ns.run(

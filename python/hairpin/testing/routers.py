@@ -4,7 +4,8 @@
 end .2, so h1 is 10.0.0.1 behind gateway 10.0.0.2 (r1's port 1), router j's port 1 is
 10.0.(j-1).2 and its port 2 10.0.j.1, and h2 is 10.0.K.2 behind 10.0.K.1. The routers share
 one namespace (:mod:`hairpin.testing.fabric`); :attr:`RouterChain.config` is the
-configuration :mod:`hairpin.apps.router` reads.
+configuration :mod:`hairpin.apps.router` reads, with each route's next hop given by its MAC or,
+with ``gateways``, by its address for the app to resolve with ARP.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _host(
 
 
 @contextmanager
-def router_chain(workdir: Path, routers: int = 3) -> Iterator[RouterChain]:
+def router_chain(workdir: Path, routers: int = 3, gateways: bool = False) -> Iterator[RouterChain]:
     """`routers` hairpinds in a chain between two hosts; removed on exit."""
     prefix = unique_prefix()
     with ExitStack() as stack:
@@ -68,26 +69,31 @@ def router_chain(workdir: Path, routers: int = 3) -> Iterator[RouterChain]:
         h2 = _host(stack, ns, f"{prefix}-h2", chain[-1], f"10.0.{k}.2", f"10.0.{k}.1")
         start_switches(stack, ns, chain, workdir)
         net = Fabric(ns, chain, [h1, h2], workdir)
-        yield RouterChain(net, _configuration(ns, chain, [h1, h2]))
+        yield RouterChain(net, _configuration(ns, chain, [h1, h2], gateways))
 
 
-def _configuration(ns: Namespace, chain: list[FabricSwitch], hosts: list[Host]) -> dict[str, Any]:
+def _configuration(
+    ns: Namespace, chain: list[FabricSwitch], hosts: list[Host], gateways: bool
+) -> dict[str, Any]:
     """Each router's ports (address, MAC of its interface) and routes: every link left of it
-    through port 1 to its left neighbour, every link right of it through port 2."""
+    through port 1 to its left neighbour, every link right of it through port 2, the
+    neighbour named by its MAC (``next_hop``) or, with `gateways`, its address."""
     k = len(chain)
     port_macs = [{n: _mac(ns, ifname) for n, ifname in r.ports.items()} for r in chain]
     host_macs = [_mac(h.ns, "eth0") for h in hosts]
     routers = {}
     for j, router in enumerate(chain, start=1):
         macs = port_macs[j - 1]
-        left = host_macs[0] if j == 1 else port_macs[j - 2][2]
-        right = host_macs[1] if j == k else port_macs[j][1]
+        if gateways:
+            # h1 and each router's port 2 are .1 of their link, h2 and each port 1 are .2.
+            hop = "gateway"
+            left, right = f"10.0.{j - 1}.1", f"10.0.{j}.2"
+        else:
+            hop = "next_hop"
+            left = host_macs[0] if j == 1 else port_macs[j - 2][2]
+            right = host_macs[1] if j == k else port_macs[j][1]
         routes = [
-            {
-                "prefix": f"10.0.{i}.0/24",
-                "port": 1 if i < j else 2,
-                "next_hop": left if i < j else right,
-            }
+            {"prefix": f"10.0.{i}.0/24", "port": 1 if i < j else 2, hop: left if i < j else right}
             for i in range(k + 1)
         ]
         routers[str(router.dpid)] = {
