@@ -204,10 +204,11 @@ class StaticRouter(app_manager.OSKenApp):  # type: ignore[misc]
         while True:
             hub.sleep(RETRY_S)
             now = time.monotonic()
-            for dpid, gateways in self.gateways.items():
+            # Copies: a switch connecting meanwhile adds its gateways.
+            for dpid, gateways in list(self.gateways.items()):
                 datapath = self.datapaths[dpid]
                 ports = port_table(self.routers[str(dpid)])
-                for address, gw in gateways.items():
+                for address, gw in list(gateways.items()):
                     wait = RETRY_S if gw.mac is None else REFRESH_S
                     if now - gw.asked_at >= wait:
                         self._ask(datapath, ports[gw.port], address, gw)
