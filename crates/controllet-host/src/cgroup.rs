@@ -50,6 +50,16 @@ pub enum Place {
     V1(PathBuf),
 }
 
+impl Place {
+    /// The daemon's own directory in the hierarchy, and whether it is cgroup v2.
+    pub fn dir(&self) -> (&Path, bool) {
+        match self {
+            Place::V2(dir) => (dir, true),
+            Place::V1(dir) => (dir, false),
+        }
+    }
+}
+
 /// What this host offers, controller by controller.
 #[derive(Clone, Debug)]
 pub struct Probe {
@@ -189,10 +199,7 @@ impl Cgroup {
             if !wanted {
                 continue;
             }
-            let (own, v2) = match place {
-                Place::V2(dir) => (dir, true),
-                Place::V1(dir) => (dir, false),
-            };
+            let (own, v2) = place.dir();
             let dir = own.join(group).join(name);
             match parts.iter_mut().find(|p| p.dir == dir) {
                 Some(part) => part.controllers.push(c),
@@ -403,8 +410,8 @@ impl Drop for Cgroup {
 /// Removes the daemon's group directory in every hierarchy (after its controllets' are gone).
 pub fn remove_group(probe: &Probe, group: &str) {
     for c in Controller::ALL {
-        if let Ok(Place::V1(own) | Place::V2(own)) = probe.place(c) {
-            let _ = fs::remove_dir(own.join(group));
+        if let Ok(place) = probe.place(c) {
+            let _ = fs::remove_dir(place.dir().0.join(group));
         }
     }
 }
@@ -417,12 +424,9 @@ pub fn sweep_stale(probe: &Probe, own: &str) -> Vec<PathBuf> {
     let mut places: Vec<(PathBuf, bool)> = Vec::new();
     for c in Controller::ALL {
         if let Ok(place) = probe.place(c) {
-            let (dir, v2) = match place {
-                Place::V2(dir) => (dir.clone(), true),
-                Place::V1(dir) => (dir.clone(), false),
-            };
-            if !places.iter().any(|(d, _)| *d == dir) {
-                places.push((dir, v2));
+            let (dir, v2) = place.dir();
+            if !places.iter().any(|(d, _)| d == dir) {
+                places.push((dir.to_path_buf(), v2));
             }
         }
     }
@@ -614,9 +618,7 @@ mod tests {
             .place(Controller::Pids)
             .as_ref()
             .ok()
-            .map(|p| match p {
-                Place::V1(d) | Place::V2(d) => d.clone(),
-            });
+            .map(|p| p.dir().0.to_path_buf());
         let Some(own_dir) = testkit::require(TEST, own_dir, "a cgroup pids controller") else {
             return;
         };

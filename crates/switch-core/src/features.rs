@@ -5,7 +5,7 @@
 use ofp::{Desc, GroupFeatures, MeterFeatures, OxmFieldId};
 use ofp::{OxmId, TableFeatureProp, TableFeatures, TypeId};
 
-use crate::{groups, meters};
+use crate::{groups, meters, validate};
 
 /// Every instruction type the pipeline runs (OFPIT_*), InSP excepted (it is advertised as an
 /// experimenter instruction through its own extension).
@@ -35,15 +35,7 @@ fn matchable(masked: bool) -> Vec<OxmId> {
 fn settable() -> Vec<OxmId> {
     OxmFieldId::ALL
         .iter()
-        .filter(|id| {
-            !matches!(
-                id,
-                OxmFieldId::InPort
-                    | OxmFieldId::InPhyPort
-                    | OxmFieldId::Metadata
-                    | OxmFieldId::Ipv6Exthdr
-            )
-        })
+        .filter(|id| validate::settable(**id))
         .map(|id| OxmId::known(*id, false))
         .collect()
 }

@@ -5,7 +5,8 @@
 use dataplane::ir::port;
 use dataplane::key::{Field, FieldValue, FlowMatch, OFPVID_PRESENT};
 use ofp::{
-    Action, BadActionCode, BadInstructionCode, Instruction, MeterModFailedCode, OfpError, OxmValue,
+    Action, BadActionCode, BadInstructionCode, Instruction, MeterModFailedCode, OfpError,
+    OxmFieldId, OxmValue,
 };
 
 use crate::translate::field_value;
@@ -213,18 +214,22 @@ fn check_output_port(port_no: u32, context: ActionContext) -> Result<(), OfpErro
     }
 }
 
+/// Whether set-field may write `id`: the header fields, not the pipeline's own (ports,
+/// metadata) nor the IPv6 extension-header flags, which describe the packet's layout. Table
+/// features advertise the same set.
+pub(crate) fn settable(id: OxmFieldId) -> bool {
+    !matches!(
+        id,
+        OxmFieldId::InPort | OxmFieldId::InPhyPort | OxmFieldId::Metadata | OxmFieldId::Ipv6Exthdr
+    )
+}
+
 /// Set-field: only header fields are settable, values must fit the field, and the packet must
 /// be known to carry the header (its prerequisites hold after the preceding actions).
 fn check_set_field(value: &OxmValue, known: &mut FlowMatch) -> Result<(), OfpError> {
-    let Some((field, v)) = field_value(value) else {
+    let Some((field, v)) = field_value(value).filter(|_| settable(value.field_id())) else {
         return Err(bad_action(BadActionCode::BadSetType));
     };
-    if matches!(
-        field,
-        Field::InPort | Field::InPhyPort | Field::Metadata | Field::Ipv6Exthdr
-    ) {
-        return Err(bad_action(BadActionCode::BadSetType));
-    }
     let in_range = match field {
         Field::VlanVid => v.0 & u128::from(OFPVID_PRESENT) != 0 && v.0 <= 0x1fff,
         _ => v.0 & !field.full_mask().0 == 0,
