@@ -20,6 +20,7 @@ import socket
 import struct
 import sys
 import time
+from pathlib import Path
 
 
 def spin() -> None:
@@ -62,37 +63,24 @@ SYS_KEYCTL = 250  # x86_64
 KEY_SPEC_SESSION_KEYRING = -3
 
 
-OFPT_HELLO, OFPT_ERROR, OFPT_ROLE_REQUEST, OFPT_ROLE_REPLY = 0, 1, 24, 25
+OFPT_ROLE_REQUEST = 24
 OFPCR_ROLE_MASTER = 2
 
 
 def claim_master() -> str:
     """Claims the master role on the controllet's channel; returns the role reply, or raises
     with the OpenFlow error (type and code) the switch answered with."""
-    path = os.environ["HAIRPIN_OPENFLOW"].removeprefix("unix:")
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(5)
-        s.connect(path)
-        s.sendall(struct.pack("!BBHI", 4, OFPT_HELLO, 8, 1))
-        request = struct.pack("!IIQ", OFPCR_ROLE_MASTER, 0, 1)
-        s.sendall(struct.pack("!BBHI", 4, OFPT_ROLE_REQUEST, 8 + len(request), 2) + request)
-        buf = b""
-        while True:
-            while len(buf) < 8 or len(buf) < struct.unpack("!H", buf[2:4])[0]:
-                chunk = s.recv(4096)
-                if not chunk:
-                    raise OSError(0, "the switch closed the channel")
-                buf += chunk
-            length = struct.unpack("!H", buf[2:4])[0]
-            message, buf = buf[:length], buf[length:]
-            kind, xid = message[1], struct.unpack("!I", message[4:8])[0]
-            if xid != 2:
-                continue
-            if kind == OFPT_ERROR:
-                err_type, code = struct.unpack("!HH", message[8:12])
-                raise OSError(0, f"OpenFlow error type {err_type} code {code}")
-            if kind == OFPT_ROLE_REPLY:
-                return f"role {struct.unpack('!I', message[8:12])[0]}"
+    from hairpin.testing.daemon import OFPT_ERROR, OfClient
+
+    path = Path(os.environ["HAIRPIN_OPENFLOW"].removeprefix("unix:"))
+    with OfClient(path, timeout=5) as client:
+        client.handshake()
+        body = struct.pack("!IIQ", OFPCR_ROLE_MASTER, 0, 1)
+        reply = client.request(OFPT_ROLE_REQUEST, body)[-1]
+    if reply.msg_type == OFPT_ERROR:
+        err_type, code = struct.unpack_from("!HH", reply.body)
+        raise OSError(0, f"OpenFlow error type {err_type} code {code}")
+    return f"role {struct.unpack_from('!I', reply.body)[0]}"
 
 
 def checked(rc: int) -> int:
@@ -140,8 +128,6 @@ async def publish_elsewhere() -> None:
 
 
 def escape(paths: list[str]) -> None:
-    from pathlib import Path
-
     for path in paths:
         attempt(f"read {path}", lambda p=path: Path(p).read_bytes()[:64])
     attempt("write /usr/hostile", lambda: Path("/usr/hostile").write_text("x"))
