@@ -73,7 +73,8 @@ struct Inner {
     slots: Vec<Slot>,
     free: Vec<u16>,
     /// Occupied slots in store order (oldest first) with the generation stored; entries whose
-    /// generation no longer matches, or whose slot was taken, are skipped lazily.
+    /// generation no longer matches, or whose slot was taken, are skipped lazily, and purged
+    /// when the queue reaches [`Inner::order_limit`], so it never grows past twice the slots.
     order: VecDeque<(u16, u16)>,
     stats: BufferStats,
 }
@@ -102,7 +103,7 @@ impl BufferPool {
             inner: Mutex::new(Inner {
                 slots,
                 free: (0..n).rev().collect(),
-                order: VecDeque::with_capacity(usize::from(n)),
+                order: VecDeque::with_capacity(2 * usize::from(n)),
                 stats: BufferStats::default(),
             }),
         }
@@ -140,6 +141,9 @@ impl BufferPool {
                 }
             },
         };
+        if inner.order.len() >= inner.order_limit() {
+            inner.drop_released_from_order();
+        }
         let Inner {
             slots,
             order,
@@ -192,6 +196,24 @@ impl BufferPool {
 }
 
 impl Inner {
+    /// The store-order queue's bound: twice the slots, so a purge (which leaves at most one
+    /// entry per occupied slot) happens at most once per `slots` stores.
+    fn order_limit(&self) -> usize {
+        2 * self.slots.len()
+    }
+
+    /// Drops the entries of buffers taken or reused since they were queued. Without it a
+    /// controller that answers every buffered packet-in would grow the queue by one entry per
+    /// packet-in, since only a store into a full pool pops entries.
+    fn drop_released_from_order(&mut self) {
+        let slots = &self.slots;
+        self.order.retain(|&(slot_no, generation)| {
+            slots
+                .get(usize::from(slot_no))
+                .is_some_and(|s| s.generation == generation && s.stored_at.is_some())
+        });
+    }
+
     /// Frees the oldest unclaimed buffer if it is at least `max_age_ns` old.
     fn reclaim_oldest(&mut self, now_ns: u64, max_age_ns: u64) -> Option<u16> {
         while let Some(&(slot_no, generation)) = self.order.front() {
@@ -327,6 +349,28 @@ mod tests {
         let d = p.store(&[4], 1, 11).unwrap_or(NO_BUFFER);
         assert_eq!(d & 0xffff, b & 0xffff);
         assert_eq!(p.take(c), Ok((1, vec![3])));
+    }
+
+    #[test]
+    fn answered_packet_ins_do_not_grow_the_store_order() {
+        let p = pool(4, 1_000);
+        let kept = p.store(&[7], 2, 0).unwrap_or(NO_BUFFER);
+        for t in 1..100_000u64 {
+            let id = p.store(&[t as u8], 1, t).unwrap_or(NO_BUFFER);
+            assert_eq!(p.take(id), Ok((1, vec![t as u8])));
+            let queued = p.lock().order.len();
+            assert!(queued <= 8, "store order holds {queued} entries for 4 slots");
+        }
+        for t in 0..3u64 {
+            assert!(p.store(&[9], 1, 100_000 + t).is_some());
+        }
+        let reused = p.store(&[9], 1, 200_000).unwrap_or(NO_BUFFER);
+        assert_eq!(
+            reused & 0xffff,
+            kept & 0xffff,
+            "the unanswered buffer is still the oldest"
+        );
+        assert_eq!(p.take(kept), Err(BufferError::Unknown));
     }
 
     #[test]
