@@ -293,7 +293,8 @@ fn nd_option(frame: &Frame<'_>, key: &FlowKey, kind: u8) -> Option<usize> {
     None
 }
 
-/// Applies a set-field to packet and key; fields whose header is absent are left alone.
+/// Applies a set-field to packet and key; fields whose header is absent (by the layout, or by
+/// the OpenFlow prerequisites the packet fails) are left alone.
 pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, value: FieldValue) {
     // The common L2 rewrites first, without the generic field machinery.
     match field {
@@ -326,6 +327,9 @@ pub(crate) fn set_field(frame: &mut Frame<'_>, key: &mut FlowKey, field: Field, 
         f => f.depth(),
     };
     ensure_depth(frame, key, needed);
+    if !field.present_in(key) {
+        return;
+    }
     let l3 = off(key.layout.l3);
     let is_ipv4 = key.eth_type == ethertype::IPV4;
     let is_ipv6 = key.eth_type == ethertype::IPV6;

@@ -359,7 +359,10 @@ mod tests {
             let id = p.store(&[t as u8], 1, t).unwrap_or(NO_BUFFER);
             assert_eq!(p.take(id), Ok((1, vec![t as u8])));
             let queued = p.lock().order.len();
-            assert!(queued <= 8, "store order holds {queued} entries for 4 slots");
+            assert!(
+                queued <= 8,
+                "store order holds {queued} entries for 4 slots"
+            );
         }
         for t in 0..3u64 {
             assert!(p.store(&[9], 1, 100_000 + t).is_some());

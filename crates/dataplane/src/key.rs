@@ -611,6 +611,18 @@ impl Field {
             InPort | Metadata | EthDst | EthSrc | EthType | VlanVid | TunnelId => &[],
         }
     }
+
+    /// Whether the packet `key` describes carries this field's header: some alternative of
+    /// each prerequisite holds, recursively (TCP_SRC needs IP_PROTO 6, which needs an IP
+    /// EtherType). A set-field whose flow match did not ensure this (a group bucket, a
+    /// packet-out) must leave a packet without the header alone.
+    pub fn present_in(self, key: &FlowKey) -> bool {
+        let alternatives = self.prerequisites();
+        alternatives.is_empty()
+            || alternatives
+                .iter()
+                .any(|&(f, v)| f.get(key).0 == u128::from(v) && f.present_in(key))
+    }
 }
 
 /// A set of [`Field`]s, one bit per field number.
