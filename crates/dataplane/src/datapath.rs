@@ -29,12 +29,22 @@ use crate::snapshot::{Snapshot, Update};
 impl OpSink for DatapathWriter {
     /// Queues an op; readers see it after the next [`OpSink::publish`].
     fn apply(&mut self, op: Op) {
+        self.liveness_stale |= matches!(
+            op,
+            Op::SetGroup { .. }
+                | Op::RemoveGroup { .. }
+                | Op::SetPort { .. }
+                | Op::RemovePort { .. }
+        );
         self.handle.append(Update::Op(op));
     }
 
     /// Makes every op applied so far visible to readers; returns when their next batch will
     /// see it (the OpenFlow barrier).
     fn publish(&mut self) {
+        if std::mem::take(&mut self.liveness_stale) {
+            self.handle.append(Update::RefreshLiveness);
+        }
         self.handle.publish();
     }
 }
@@ -99,6 +109,7 @@ pub fn new(config: DatapathConfig) -> (DatapathWriter, DatapathReaderFactory) {
     let writer = DatapathWriter {
         handle: write,
         shared,
+        liveness_stale: false,
     };
     (writer, factory)
 }
@@ -107,6 +118,8 @@ pub fn new(config: DatapathConfig) -> (DatapathWriter, DatapathReaderFactory) {
 pub struct DatapathWriter {
     handle: left_right::WriteHandle<Snapshot, Update>,
     shared: Arc<Shared>,
+    /// A group or a port changed since the last publish: buckets' liveness must be redone.
+    liveness_stale: bool,
 }
 
 impl DatapathWriter {

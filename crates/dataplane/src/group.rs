@@ -1,13 +1,15 @@
 //! Group semantics: bucket liveness and selection (OpenFlow 1.3 section 5.6).
 
-use crate::classifier::hash::{hash_masked, Seed};
+use crate::classifier::hash::{hash_masked, Seed, SeededMap};
 use crate::ir::{port, GROUP_ANY};
 use crate::key::{FlowKey, KEY_WORDS};
-use crate::model::{Group, GroupBucket, GroupType};
-use crate::snapshot::Snapshot;
+use crate::model::{GroupBucket, GroupType};
+use crate::snapshot::{GroupEntry, Snapshot};
 
-/// Watch chains deeper than this count as dead (the core rejects loops; this bounds work).
-const MAX_WATCH_DEPTH: u8 = 8;
+/// Watch chains longer than this count as dead: a bound on the recursion when liveness is
+/// refreshed (the core rejects loops, not length). A group first met past the bound is
+/// remembered as dead for the whole refresh.
+const MAX_WATCH_DEPTH: u8 = 64;
 
 /// Key words that identify a flow for SELECT: everything after in_port, metadata and
 /// tunnel_id (Ethernet, VLAN, IP, transport). Word positions, all bits.
@@ -40,21 +42,71 @@ fn port_live(state: &Snapshot, port_no: u32) -> bool {
             .is_some_and(|p| p.info.live && !p.info.config.down)
 }
 
-/// Whether a bucket's watched port and group are live.
-pub(crate) fn bucket_live(state: &Snapshot, bucket: &GroupBucket, depth: u8) -> bool {
+/// Sets every bucket's `live`: its watched port is live and its watched group has a live
+/// bucket. Each group is judged once (a watch graph is a DAG: the core rejects loops), so the
+/// work is linear in the buckets however the groups watch each other; packets then read one
+/// flag per bucket.
+pub(crate) fn refresh_liveness(state: &mut Snapshot) {
+    let ids = state.groups.ids();
+    let mut judged = SeededMap::default();
+    let live: Vec<(u32, Vec<bool>)> = ids
+        .iter()
+        .map(|&id| {
+            let buckets = state
+                .groups
+                .get(id)
+                .map_or(&[][..], |g| &g.group.buckets[..]);
+            let live = buckets
+                .iter()
+                .map(|b| bucket_live(state, b, 0, &mut judged))
+                .collect();
+            (id, live)
+        })
+        .collect();
+    for (id, flags) in live {
+        if let Some(entry) = state.groups.get_mut(id) {
+            for (bucket, live) in entry.buckets.iter_mut().zip(flags) {
+                bucket.live = live;
+            }
+        }
+    }
+}
+
+/// Whether a bucket's watched port and group are live; `judged` holds the groups decided so
+/// far (`None` while one is being decided, which only a loop would meet: dead).
+fn bucket_live(
+    state: &Snapshot,
+    bucket: &GroupBucket,
+    depth: u8,
+    judged: &mut SeededMap<u32, Option<bool>>,
+) -> bool {
     port_live(state, bucket.watch_port)
-        && (bucket.watch_group == GROUP_ANY || group_live(state, bucket.watch_group, depth + 1))
+        && (bucket.watch_group == GROUP_ANY
+            || group_live(state, bucket.watch_group, depth + 1, judged))
 }
 
 /// A group is live when any of its buckets is.
-pub(crate) fn group_live(state: &Snapshot, id: u32, depth: u8) -> bool {
+fn group_live(
+    state: &Snapshot,
+    id: u32,
+    depth: u8,
+    judged: &mut SeededMap<u32, Option<bool>>,
+) -> bool {
     if depth > MAX_WATCH_DEPTH {
         return false;
     }
-    state
-        .groups
-        .get(id)
-        .is_some_and(|g| g.group.buckets.iter().any(|b| bucket_live(state, b, depth)))
+    if let Some(known) = judged.get(&id) {
+        return known.unwrap_or(false);
+    }
+    judged.insert(id, None);
+    let live = state.groups.get(id).is_some_and(|g| {
+        g.group
+            .buckets
+            .iter()
+            .any(|b| bucket_live(state, b, depth, judged))
+    });
+    judged.insert(id, Some(live));
+    live
 }
 
 /// Which buckets of a group execute.
@@ -69,18 +121,17 @@ pub(crate) enum Choice {
 }
 
 /// The buckets to execute for a packet with `key`.
-pub(crate) fn choose(state: &Snapshot, group: &Group, key: &FlowKey) -> Choice {
+pub(crate) fn choose(entry: &GroupEntry, key: &FlowKey) -> Choice {
+    let group = &*entry.group;
     match group.kind {
         GroupType::All => Choice::All,
         GroupType::Indirect if group.buckets.is_empty() => Choice::Nothing,
         GroupType::Indirect => Choice::One(0),
-        GroupType::FastFailover => {
-            match group.buckets.iter().position(|b| bucket_live(state, b, 0)) {
-                Some(i) => Choice::One(i),
-                None => Choice::Nothing,
-            }
-        }
-        GroupType::Select => select(state, group, key),
+        GroupType::FastFailover => match entry.buckets.iter().position(|b| b.live) {
+            Some(i) => Choice::One(i),
+            None => Choice::Nothing,
+        },
+        GroupType::Select => select(entry, key),
     }
 }
 
@@ -89,9 +140,9 @@ pub(crate) fn choose(state: &Snapshot, group: &Group, key: &FlowKey) -> Choice {
 /// every live bucket has weight 0 (a controller that left the weights unset, as os-ken's
 /// `OFPBucket` default does) they share equally, where Open vSwitch would send everything to
 /// its last live bucket.
-fn select(state: &Snapshot, group: &Group, key: &FlowKey) -> Choice {
+fn select(entry: &GroupEntry, key: &FlowKey) -> Choice {
     let (mut live, mut weighted) = (0u64, 0u64);
-    for b in group.buckets.iter().filter(|b| bucket_live(state, b, 0)) {
+    for (b, _) in live_buckets(entry) {
         live += 1;
         weighted += u64::from(b.weight);
     }
@@ -108,10 +159,7 @@ fn select(state: &Snapshot, group: &Group, key: &FlowKey) -> Choice {
     let total = if weighted == 0 { live } else { weighted };
     // Multiply-shift maps the hash uniformly onto [0, total).
     let mut point = ((u128::from(flow_hash(key)) * u128::from(total)) >> 64) as u64;
-    for (i, b) in group.buckets.iter().enumerate() {
-        if !bucket_live(state, b, 0) {
-            continue;
-        }
+    for (b, i) in live_buckets(entry) {
         let w = share(b);
         if point < w {
             return Choice::One(i);
@@ -119,4 +167,16 @@ fn select(state: &Snapshot, group: &Group, key: &FlowKey) -> Choice {
         point -= w;
     }
     Choice::Nothing
+}
+
+/// The live buckets of a group with their positions.
+fn live_buckets(entry: &GroupEntry) -> impl Iterator<Item = (&GroupBucket, usize)> {
+    let flags = entry.buckets.iter().map(|b| b.live);
+    entry
+        .group
+        .buckets
+        .iter()
+        .zip(flags)
+        .enumerate()
+        .filter_map(|(i, (b, live))| live.then_some((b, i)))
 }

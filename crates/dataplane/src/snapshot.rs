@@ -183,6 +183,20 @@ impl<T: Clone> IdMap<T> {
             None => self.sparse.remove(&id),
         }
     }
+
+    /// Every id in the map (control path).
+    pub fn ids(&self) -> Vec<u32> {
+        let dense = self.dense.iter().enumerate();
+        let dense = dense.filter_map(|(i, v)| v.as_ref().map(|_| i as u32));
+        dense.chain(self.sparse.keys().copied()).collect()
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut T> {
+        match self.dense.get_mut(id as usize) {
+            Some(v) => v.as_mut(),
+            None => self.sparse.get_mut(&id),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -195,12 +209,15 @@ pub(crate) struct GroupEntry {
     pub buckets: Box<[CompiledBucket]>,
 }
 
-/// A bucket as the hot path runs it: its actions (in action-set order) compiled, and its
-/// counter (none when the group came with fewer bucket counters than buckets).
+/// A bucket as the hot path runs it: its actions (in action-set order) compiled, its counter
+/// (none when the group came with fewer bucket counters than buckets), and whether its
+/// watched port and group are live ([`crate::group::refresh_liveness`], run at every publish
+/// that changed a group or a port, so a packet never walks watch chains).
 #[derive(Clone, Debug)]
 pub(crate) struct CompiledBucket {
     pub ops: CompiledActions,
     pub counter: Option<CounterCell>,
+    pub live: bool,
 }
 
 /// The internal op: an [`Op`], or an insert the first copy has compiled for the second.
@@ -218,6 +235,9 @@ pub(crate) enum Update {
         entry: FlowEntry,
         keep: FlowKeep,
     },
+    /// Recomputes every group bucket's liveness; the writer appends it to a publish that
+    /// changed a group or a port.
+    RefreshLiveness,
 }
 
 impl Update {
@@ -362,6 +382,7 @@ impl Snapshot {
                 keep,
             } => self.insert_flow(*table, *id, *priority, match_, entry.clone(), keep.clone()),
             Update::Op(op) => self.apply_op(op),
+            Update::RefreshLiveness => crate::group::refresh_liveness(self),
         }
     }
 
@@ -418,6 +439,7 @@ impl Snapshot {
                     .map(|(i, b)| CompiledBucket {
                         ops: CompiledActions::compile(&b.actions),
                         counter: group.counters.buckets.get(i).map(ShardedPair::cell),
+                        live: true,
                     })
                     .collect();
                 let entry = GroupEntry {

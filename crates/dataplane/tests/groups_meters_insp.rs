@@ -192,6 +192,63 @@ fn fast_failover_follows_port_and_group_liveness() {
     assert_eq!(port_of(&mut r, flow_pkt(1)), vec![2]);
 }
 
+/// Marks `port_no` live or dead.
+fn set_live(w: &mut DatapathWriter, port_no: u32, live: bool) {
+    w.apply(Op::SetPort {
+        port_no,
+        counters: w.port_counters(port_no).unwrap_or_default(),
+        info: PortInfo {
+            live,
+            ..PortInfo::default()
+        },
+    });
+}
+
+#[test]
+fn liveness_through_wide_watch_chains_follows_ports_and_removals() {
+    // Three fast-failover groups of 1024 buckets each: every bucket of group 1 but the last
+    // watches group 2, every bucket of group 2 watches group 3, whose buckets watch port 4.
+    // Liveness is judged when ports or groups change, not per packet (judged per packet, a
+    // dead chain costs up to 1024^3 port checks a packet); a change deep in the chain must
+    // still reach the top.
+    let (mut w, mut r) = datapath(4);
+    let wide = |watch_port: u32, watch_group: u32, port: u32| {
+        let buckets = (0..1024)
+            .map(|_| bucket(0, watch_port, watch_group, vec![out(port)]))
+            .collect();
+        group(GroupType::FastFailover, buckets)
+    };
+    set_live(&mut w, 4, false);
+    w.apply(Op::SetGroup {
+        id: 3,
+        group: wide(4, GROUP_ANY, 4),
+    });
+    w.apply(Op::SetGroup {
+        id: 2,
+        group: wide(port::ANY, 3, 3),
+    });
+    let mut top = wide(port::ANY, 2, 3);
+    top.buckets.push(bucket(0, 2, GROUP_ANY, vec![out(2)]));
+    w.apply(Op::SetGroup { id: 1, group: top });
+    to_group(&mut w, 1);
+    w.publish();
+    assert_eq!(
+        port_of(&mut r, flow_pkt(1)),
+        vec![2],
+        "the chain is dead: the last bucket, watching port 2"
+    );
+    set_live(&mut w, 4, true);
+    w.publish();
+    assert_eq!(port_of(&mut r, flow_pkt(2)), vec![3], "port 4 came up");
+    w.apply(Op::RemoveGroup { id: 3 });
+    w.publish();
+    assert_eq!(
+        port_of(&mut r, flow_pkt(3)),
+        vec![2],
+        "a removed watched group is dead"
+    );
+}
+
 #[test]
 fn all_clones_per_bucket_chains_and_counts() {
     let (mut w, mut r) = datapath(5);

@@ -358,7 +358,7 @@ fn run_group<S: PacketSink>(
                 // The flow hash covers L3/L4 headers even when the matches did not need them.
                 actions::ensure_depth(frame, key, ParseDepth::L4);
             }
-            match group::choose(state, &entry.group, key) {
+            match group::choose(entry, key) {
                 Choice::All => (0, entry.buckets.len().min(MAX_BUCKETS)),
                 Choice::One(b) => (b, 1),
                 Choice::Nothing => (0, 0),
