@@ -18,7 +18,7 @@ pub mod tls;
 
 use std::io;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -65,6 +65,13 @@ impl Default for AgentConfig {
     }
 }
 
+impl Shared {
+    /// Whether a subscriber wants messages of `kind`.
+    fn wants(&self, kind: EventKind) -> bool {
+        self.subscribed.load(Ordering::Relaxed) & kind.bit() != 0
+    }
+}
+
 pub(crate) struct Shared {
     state: Mutex<SwitchState>,
     /// Every open connection, for the senders of asynchronous messages.
@@ -73,8 +80,9 @@ pub(crate) struct Shared {
     connections_generation: AtomicU64,
     /// Every asynchronous message, for [`Agent::subscribe`] (the controllets' bus) ...
     events: broadcast::Sender<Event>,
-    /// ... once anyone subscribed: until then no message is copied for it.
-    subscribed: AtomicBool,
+    /// ... of the kinds someone subscribed to (one bit per [`EventKind`]): a message of
+    /// another kind is not copied for it.
+    subscribed: AtomicU8,
     next_conn: AtomicU64,
     /// Connections to configured controllers (`--controller`) that finished the handshake;
     /// fail modes look at these, not at passive clients such as ovs-ofctl.
@@ -157,7 +165,7 @@ impl Channels {
 
     /// Queues `event` for the next [`Self::flush`].
     pub fn queue(&mut self, event: Event) {
-        if self.shared.subscribed.load(Ordering::Relaxed) {
+        if self.shared.wants(event.kind()) {
             // No subscriber left is no error: the message has nobody else to go to.
             let _ = self.shared.events.send(event.clone());
         }
@@ -173,7 +181,7 @@ impl Channels {
     /// Queues a packet-in whose frame is `data` (`pin.data` is not read): the frame is copied
     /// once, into the encoded message.
     pub fn queue_packet_in(&mut self, pin: &PacketIn, data: &[u8]) {
-        if self.shared.subscribed.load(Ordering::Relaxed) {
+        if self.shared.wants(EventKind::PacketIn) {
             let copy = PacketIn {
                 data: data.to_vec(),
                 match_: pin.match_.clone(),
@@ -256,7 +264,7 @@ impl Agent {
                 connections: Mutex::new(Vec::new()),
                 connections_generation: AtomicU64::new(0),
                 events: broadcast::channel(4096).0,
-                subscribed: AtomicBool::new(false),
+                subscribed: AtomicU8::new(0),
                 next_conn: AtomicU64::new(1),
                 controllers: AtomicUsize::new(0),
                 config,
@@ -389,12 +397,14 @@ impl Agent {
         }
     }
 
-    /// Every asynchronous message the switch raises from now on (packet-in, port status,
-    /// flow removed), as each connection sees them before its role and async filter. Until
-    /// the first subscription, raising a message costs nothing for this.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    /// Every asynchronous message of `kinds` the switch raises from now on (packet-in, port
+    /// status, flow removed), as each connection sees them before its role and async
+    /// filter. Raising a message of a kind nobody subscribed to costs nothing for this (a
+    /// packet-in is copied only when someone wants packet-ins).
+    pub fn subscribe(&self, kinds: &[EventKind]) -> broadcast::Receiver<Event> {
         let receiver = self.shared.events.subscribe();
-        self.shared.subscribed.store(true, Ordering::Relaxed);
+        let bits = kinds.iter().fold(0, |bits, &k| bits | k.bit());
+        self.shared.subscribed.fetch_or(bits, Ordering::Relaxed);
         receiver
     }
 

@@ -37,6 +37,13 @@ pub enum EventKind {
     PortStatus,
 }
 
+impl EventKind {
+    /// The kind's bit in a set of kinds.
+    pub(crate) fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
 /// Which asynchronous messages a connection receives (spec 7.3.10): none before the
 /// handshake, then those whose reason its role's half of the async configuration enables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

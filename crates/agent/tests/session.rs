@@ -276,3 +276,44 @@ fn multipart_requests_in_parts_are_joined() {
         Message::MultipartReply(r) if matches!(&r.body, ofp::MultipartReplyBody::TableFeatures(t) if t.len() == 4)
     ));
 }
+
+/// The controllets' bus subscribes to some kinds of message; the others are not copied for
+/// it (a packet-in copied for a bus that does not publish packet-ins is an allocation per
+/// packet).
+#[test]
+fn a_subscription_receives_only_the_kinds_it_asked_for() {
+    use agent::outbox::EventKind;
+    use agent::{Agent, AgentConfig};
+    let agent = Agent::new(state().switch, AgentConfig::default());
+    let mut events = agent.subscribe(&[EventKind::PortStatus]);
+    let mut channels = agent.channels();
+    let packet_in = ofp::PacketIn {
+        buffer_id: u32::MAX,
+        total_len: 60,
+        reason: 0,
+        table_id: 0,
+        cookie: 0,
+        match_: Match::default(),
+        data: Vec::new(),
+    };
+    channels.queue_packet_in(&packet_in, &[0; 60]);
+    let status = ofp::PortStatus {
+        reason: 2,
+        desc: ofp::Port::default(),
+    };
+    channels.queue(Event::PortStatus(status.clone()));
+    channels.flush();
+    match events.try_recv() {
+        Ok(Event::PortStatus(got)) => assert_eq!(got, status),
+        other => panic!("expected the port status first, got {other:?}"),
+    }
+    assert!(events.try_recv().is_err(), "the packet-in was not copied");
+
+    let mut all = agent.subscribe(&[EventKind::PacketIn]);
+    channels.queue_packet_in(&packet_in, &[7; 60]);
+    channels.flush();
+    match all.try_recv() {
+        Ok(Event::PacketIn(got)) => assert_eq!(got.data, [7; 60]),
+        other => panic!("expected the packet-in, got {other:?}"),
+    }
+}

@@ -123,16 +123,21 @@ impl Host {
             let bus = Bus::start(bus_spec.clone(), datapath_id, &run_dir)
                 .await
                 .map_err(|e| err(format!("bus: {e}")))?;
-            let kinds = bus_spec
+            let kinds: Vec<EventKind> = bus_spec
                 .events
                 .iter()
                 .filter_map(|e| EventKind::from_token(e))
                 .collect();
+            let messages: Vec<_> = kinds
+                .iter()
+                .map(|&k| bus::bridge::message_kind(k))
+                .collect();
+            let events = agent.subscribe(&messages);
             tokio::spawn(bus::bridge::publish_events(
                 bus.client.clone(),
                 switch,
                 kinds,
-                agent.subscribe(),
+                events,
             ));
             Some(bus)
         };

@@ -18,6 +18,16 @@ fn kind(event: &Event) -> EventKind {
     }
 }
 
+/// The agent's kind of asynchronous message behind a bus event kind (what to subscribe to).
+pub fn message_kind(kind: EventKind) -> agent::outbox::EventKind {
+    use agent::outbox::EventKind as Message;
+    match kind {
+        EventKind::PacketIn => Message::PacketIn,
+        EventKind::PortStatus => Message::PortStatus,
+        EventKind::FlowRemoved => Message::FlowRemoved,
+    }
+}
+
 /// Publishes every event of the `kinds` wanted until the agent goes away.
 pub async fn publish_events(
     client: Client,
