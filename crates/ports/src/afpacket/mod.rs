@@ -226,7 +226,9 @@ impl AfPacketPort {
 
     /// Kicks the kernel once to send every queued frame. A full device queue is not an
     /// error (the frames stay queued for the next kick); a link that is down drops
-    /// the queued frames (counted as `tx_dropped`) and reports the error.
+    /// the queued frames (counted as `tx_dropped`) and reports the error. The error is the
+    /// kernel's, unnamed: this runs every batch, so the caller that reports it names the
+    /// port (naming it here would allocate on every kick of a down link).
     pub fn flush(&mut self) -> io::Result<()> {
         if self.tx.pending() == 0 {
             return Ok(());
@@ -250,14 +252,11 @@ impl AfPacketPort {
                     self.counters.tx_packets -= frames;
                     self.counters.tx_bytes -= bytes;
                     self.counters.tx_dropped += frames;
-                    Err(sys::with_context(
-                        err,
-                        format!("send on {} (link down)", self.ifname),
-                    ))
+                    Err(err)
                 }
                 _ => {
                     self.counters.tx_errors += 1;
-                    Err(sys::with_context(err, format!("send on {}", self.ifname)))
+                    Err(err)
                 }
             },
         }

@@ -331,7 +331,7 @@ impl XdpPort {
     /// chunks it finished with. In copy mode each call sends a bounded number of frames,
     /// so this kicks until the ring is empty or the kernel stops making progress. A
     /// link that is down leaves the frames queued (the TX ring cannot be taken back)
-    /// and reports the error.
+    /// and reports the error, the kernel's, unnamed (as [`crate::AfPacketPort::flush`]'s).
     pub fn flush(&mut self) -> io::Result<()> {
         if self.unkicked == 0 && self.tx.pending() == 0 {
             self.reclaim();
@@ -346,15 +346,12 @@ impl XdpPort {
                 match err.raw_os_error() {
                     Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS | libc::EINTR) => {}
                     Some(libc::ENETDOWN | libc::ENXIO) => {
-                        result = Err(sys::with_context(
-                            err,
-                            format!("send on {} (link down)", self.ifname),
-                        ));
+                        result = Err(err);
                         break;
                     }
                     _ => {
                         self.counters.tx_errors += 1;
-                        result = Err(sys::with_context(err, format!("send on {}", self.ifname)));
+                        result = Err(err);
                         break;
                     }
                 }
