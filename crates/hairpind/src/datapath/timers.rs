@@ -11,10 +11,14 @@
 //! next period from now: it never catches up with a burst of the packets it missed, so the
 //! switch's rate bound holds; the periods it skipped are counted.
 //!
-//! Cost: a thread's round reads one atomic; a due timer costs a heap-ordered pop and push
-//! (`BTreeSet`, log of the timer count, at most [`switch_core::timers::MAX_TIMERS`]).
+//! Cost: a thread's round reads one atomic; a due timer costs a pop and a push on a binary
+//! heap (log of the timer count, at most [`switch_core::timers::MAX_TIMERS`]) whose storage
+//! is reserved once, so sending a timer's packet never allocates. A changed or removed
+//! timer leaves its old deadline in the heap, skipped when it comes up; the switch core's
+//! changes rebuild the heap when such leftovers would outnumber the timers.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,22 +35,63 @@ struct Entry {
     missed: u64,
 }
 
-/// The timers by id, and by deadline.
-#[derive(Default)]
+/// Deadlines the heap holds at most: each timer's, and as many left over from changes.
+const HEAP_CAPACITY: usize = 2 * switch_core::timers::MAX_TIMERS + 2;
+
+/// The timers by id, and their deadlines earliest first (with leftovers: a deadline whose
+/// timer was removed or moved since).
 struct Schedule {
     entries: BTreeMap<u32, Entry>,
-    by_due: BTreeSet<(u64, u32)>,
+    by_due: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Self {
+            entries: BTreeMap::new(),
+            by_due: BinaryHeap::with_capacity(HEAP_CAPACITY),
+        }
+    }
 }
 
 impl Schedule {
+    /// The earliest deadline; exact after [`Self::drop_stale_top`].
     fn next_due(&self) -> u64 {
-        self.by_due.first().map_or(u64::MAX, |&(due, _)| due)
+        self.by_due
+            .peek()
+            .map_or(u64::MAX, |Reverse((due, _))| *due)
+    }
+
+    /// Whether the heap's `(due, id)` is a leftover.
+    fn stale(&self, due: u64, id: u32) -> bool {
+        self.entries.get(&id).is_none_or(|e| e.due_ns != due)
+    }
+
+    /// Pops leftovers off the top, so the top is a live deadline.
+    fn drop_stale_top(&mut self) {
+        while let Some(&Reverse((due, id))) = self.by_due.peek() {
+            if !self.stale(due, id) {
+                return;
+            }
+            self.by_due.pop();
+        }
+    }
+
+    /// Rebuilds the heap from the timers when leftovers would fill its storage.
+    fn compact(&mut self) {
+        if self.by_due.len() + 1 < HEAP_CAPACITY {
+            return;
+        }
+        self.by_due.clear();
+        let live = self
+            .entries
+            .values()
+            .map(|e| Reverse((e.due_ns, e.job.timer_id)));
+        self.by_due.extend(live);
     }
 
     fn remove(&mut self, timer_id: u32) {
-        if let Some(old) = self.entries.remove(&timer_id) {
-            self.by_due.remove(&(old.due_ns, timer_id));
-        }
+        self.entries.remove(&timer_id);
     }
 }
 
@@ -103,9 +148,9 @@ impl Timers {
             return 0;
         };
         let mut sent = 0;
-        while let Some(&(due, id)) = schedule.by_due.first().filter(|(due, _)| *due <= now_ns) {
-            schedule.by_due.pop_first();
-            let Some(entry) = schedule.entries.get_mut(&id) else {
+        while let Some(&Reverse((due, id))) = schedule.by_due.peek().filter(|r| r.0 .0 <= now_ns) {
+            schedule.by_due.pop();
+            let Some(entry) = schedule.entries.get_mut(&id).filter(|e| e.due_ns == due) else {
                 continue;
             };
             send(&entry.job);
@@ -119,9 +164,10 @@ impl Timers {
                 entry.missed += (now_ns - due) / period;
                 now_ns.saturating_add(period)
             };
-            let key = (entry.due_ns, id);
-            schedule.by_due.insert(key);
+            let key = Reverse((entry.due_ns, id));
+            schedule.by_due.push(key);
         }
+        schedule.drop_stale_top();
         self.inner
             .next_due
             .store(schedule.next_due(), Ordering::Release);
@@ -159,6 +205,7 @@ impl Timers {
     fn change(&self, change: impl FnOnce(&mut Schedule)) {
         let mut schedule = self.lock();
         change(&mut schedule);
+        schedule.drop_stale_top();
         self.inner
             .next_due
             .store(schedule.next_due(), Ordering::Release);
@@ -169,7 +216,8 @@ impl Timers {
     fn set_at(&self, job: TimerJob, now_ns: u64) {
         self.change(|schedule| {
             schedule.remove(job.timer_id);
-            schedule.by_due.insert((now_ns, job.timer_id));
+            schedule.compact();
+            schedule.by_due.push(Reverse((now_ns, job.timer_id)));
             let entry = Entry {
                 job,
                 due_ns: now_ns,
@@ -273,6 +321,28 @@ mod tests {
         assert_eq!(timers.next_due(), u64::MAX);
         assert_eq!(fired(&timers, 100 * MS), [] as [u32; 0]);
         assert!(timers.list(0).is_empty());
+    }
+
+    #[test]
+    fn changes_and_firings_never_grow_the_heap() {
+        const HOUR: u64 = 3_600_000 * MS;
+        let bell = Doorbell::new().expect("eventfd");
+        let timers = Timers::new(bell);
+        let capacity = timers.lock().by_due.capacity();
+        for id in 0..100 {
+            timers.set_at(job(id, MS), 0);
+        }
+        for round in 1..=5_000u64 {
+            // Between firings of 100 timers a millisecond apart, a controller replaces an
+            // hourly timer: each replacement leaves its old deadline, an hour ahead, behind
+            // the live ones.
+            timers.set_at(job(500, HOUR), round * MS);
+            assert_eq!(fired(&timers, round * MS).len(), 101, "round {round}");
+            let schedule = timers.lock();
+            assert_eq!(schedule.by_due.capacity(), capacity, "round {round}");
+        }
+        let due_later = fired(&timers, 5_001 * MS + HOUR);
+        assert_eq!(due_later.len(), 101, "each timer fires once when due");
     }
 
     #[test]
