@@ -28,6 +28,9 @@ struct Socket {
     ingress: Ingress,
     /// Its counters as last reported.
     reported: SocketCounters,
+    /// Frames it gave that the batch could not take, since the last report: the segments
+    /// of a GSO frame beyond the batch's free slots, frames longer than a slot.
+    refused: u64,
 }
 
 /// Where an interface's received frames go.
@@ -145,6 +148,7 @@ impl ThreadPorts {
                 io,
                 ingress,
                 reported: SocketCounters::default(),
+                refused: 0,
             });
         }
         ports
@@ -172,6 +176,7 @@ impl ThreadPorts {
             io,
             ingress: Ingress::Port(port_no),
             reported: SocketCounters::default(),
+            refused: 0,
         });
     }
 
@@ -193,14 +198,22 @@ impl ThreadPorts {
     /// included).
     pub fn receive(&mut self, i: usize, batch: &mut PacketBatch, max: usize) -> usize {
         batch.clear();
-        let Some(Socket { io, ingress, .. }) = self.sockets.get_mut(i) else {
+        let Some(Socket {
+            io,
+            ingress,
+            refused,
+            ..
+        }) = self.sockets.get_mut(i)
+        else {
             return 0;
         };
         let received = match ingress {
             Ingress::Port(port_no) => {
                 let port_no = *port_no;
                 io.recv_burst(max, |frame| {
-                    batch.push_with(port_no, |buf| frame.copy_restored(buf).unwrap_or(0));
+                    let taken =
+                        batch.push_with(port_no, |buf| frame.copy_restored(buf).unwrap_or(0));
+                    *refused += u64::from(!taken);
                 })
             }
             Ingress::Trunk(trunk) => io.recv_burst(max, |frame| {
@@ -210,18 +223,22 @@ impl ThreadPorts {
                     untagged,
                     ..
                 } = trunk;
-                batch.push_from(|buf| match vlans.receive(&frame, buf) {
+                let mut counted = false;
+                let taken = batch.push_from(|buf| match vlans.receive(&frame, buf) {
                     Ok(entered) => Some(entered),
                     Err(Refused::UnknownVid(_)) => {
                         *unknown_vlan += 1;
+                        counted = true;
                         None
                     }
                     Err(Refused::Untagged) => {
                         *untagged += 1;
+                        counted = true;
                         None
                     }
                     Err(Refused::TooLong) => None,
                 });
+                *refused += u64::from(!taken && !counted);
             }),
         };
         if self.captures {
@@ -291,12 +308,13 @@ impl ThreadPorts {
         for socket in &mut self.sockets {
             let now = socket.io.stats();
             let last = std::mem::replace(&mut socket.reported, now);
+            let refused = std::mem::take(&mut socket.refused);
             let delta = |a: u64, b: u64| a.saturating_sub(b);
             match &mut socket.ingress {
                 Ingress::Port(port_no) => deltas.push((
                     *port_no,
                     IoCounters {
-                        rx_dropped: delta(now.rx_dropped, last.rx_dropped),
+                        rx_dropped: delta(now.rx_dropped, last.rx_dropped) + refused,
                         tx_dropped: delta(now.tx_dropped, last.tx_dropped),
                         rx_errors: 0,
                         tx_errors: delta(now.tx_errors, last.tx_errors),
@@ -310,7 +328,7 @@ impl ThreadPorts {
                         tx_bytes: delta(now.tx_bytes, last.tx_bytes),
                         rx_unknown_vlan: std::mem::take(&mut trunk.unknown_vlan),
                         rx_untagged: std::mem::take(&mut trunk.untagged),
-                        rx_dropped: delta(now.rx_dropped, last.rx_dropped),
+                        rx_dropped: delta(now.rx_dropped, last.rx_dropped) + refused,
                         tx_dropped: delta(now.tx_dropped, last.tx_dropped),
                         tx_errors: delta(now.tx_errors, last.tx_errors),
                     });
