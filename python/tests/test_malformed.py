@@ -8,8 +8,10 @@ Messages are packed by hand so each case carries exactly the defect it names.
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from os_ken.ofproto import ofproto_v1_3 as ofp
@@ -23,6 +25,8 @@ from hairpin.testing.daemon import (
     OFPMC_MODIFY,
     OFPT_ERROR,
     OFPT_HELLO,
+    OFPT_MULTIPART_REPLY,
+    OFPT_MULTIPART_REQUEST,
     HairpinDaemon,
     OfClient,
     action_group,
@@ -555,6 +559,36 @@ def test_peer_without_openflow13_gets_hello_failed(switch: HairpinDaemon) -> Non
         errors = [m for m in received if m.msg_type == OFPT_ERROR]
         assert len(errors) == 1, received
         assert errors[0].error()[:2] == (ofp.OFPET_HELLO_FAILED, ofp.OFPHFC_INCOMPATIBLE)
+
+
+def resident_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS")))
+
+
+def test_a_peer_that_never_reads_cannot_grow_the_switch(switch: HairpinDaemon) -> None:
+    """A 16-byte TABLE_FEATURES request is answered with about 400 KB (254 tables): a peer
+    that sends hundreds and reads nothing would have the switch queue them all. The switch
+    stops handling its requests at its backlog limit; once the peer reads, every request is
+    answered, in order."""
+    requests = 500
+    with connected_client(switch.port) as client:
+        before = resident_kib(switch.process.pid)
+        body = struct.pack("!HH4x", ofp.OFPMP_TABLE_FEATURES, 0)
+        xids = [client.xid() for _ in range(requests)]
+        client.send_raw(b"".join(message(OFPT_MULTIPART_REQUEST, body, x) for x in xids))
+        time.sleep(1.0)
+        grown = resident_kib(switch.process.pid) - before
+        assert grown < 40 * 1024, f"hairpind grew by {grown} KiB for a peer that reads nothing"
+        answered = []
+        while len(answered) < requests:
+            reply = client.recv()
+            assert reply.msg_type == OFPT_MULTIPART_REPLY, reply
+            (flags,) = struct.unpack_from("!H", reply.body, 2)
+            if not flags & ofp.OFPMPF_REPLY_MORE:
+                answered.append(reply.xid)
+        assert answered == xids
+        client.echo()
 
 
 def test_state_survived_everything(installed: Installed, switch: HairpinDaemon) -> None:

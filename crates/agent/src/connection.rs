@@ -94,14 +94,18 @@ impl Connection {
         let Ok(mut input) = self.input.try_lock() else {
             return false;
         };
-        if self.ended.load(Ordering::Acquire) {
+        if self.ended.load(Ordering::Acquire) || self.outbox.blocked() {
             return false;
         }
         let fd = self.fd;
         let served = self.serve(shared, &mut input, |buf| read_some(fd, buf, SERVE_READ));
+        let left = input.holds_message();
         drop(input);
         if served == Served::End {
             self.end();
+        } else if left {
+            // The connection's task serves the rest once the peer reads.
+            self.outbox.wake.notify_one();
         }
         served == Served::Handled
     }
@@ -115,12 +119,20 @@ impl Connection {
         read: impl FnOnce(&mut Vec<u8>) -> io::Result<usize>,
     ) -> Served {
         let mut inbuf = std::mem::take(&mut input.inbuf);
-        let got = read(&mut inbuf);
+        // Requests left from a batch that stopped at the backlog limit are served before
+        // anything more is read, so the input buffer stays bounded too.
+        let got = if holds_message(&inbuf) {
+            None
+        } else {
+            Some(read(&mut inbuf))
+        };
         let served = match got {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Served::Idle,
-            Ok(0) | Err(_) => Served::End,
-            Ok(_) => {
-                self.heard.fetch_add(1, Ordering::Relaxed);
+            Some(Err(e)) if e.kind() == io::ErrorKind::WouldBlock => Served::Idle,
+            Some(Ok(0) | Err(_)) => Served::End,
+            _ => {
+                if got.is_some() {
+                    self.heard.fetch_add(1, Ordering::Relaxed);
+                }
                 let mut close = false;
                 self.outbox.begin_batch();
                 match handle_batch(shared, self, input, &inbuf, &mut close) {
@@ -152,6 +164,11 @@ impl Connection {
 }
 
 impl Input {
+    /// Whether requests wait in the input buffer: a batch stopped at the backlog limit.
+    fn holds_message(&self) -> bool {
+        holds_message(&self.inbuf)
+    }
+
     /// Queues an outcome's replies on this connection and delivers its events to every
     /// connection (this one after the replies so far: the outbox is batching).
     fn emit(&mut self, outbox: &Outbox, outcome: Outcome) {
@@ -183,6 +200,10 @@ fn handle_batch(
         let Some(len) = ofp::peek_message_len(rest) else {
             break;
         };
+        if consumed > 0 && outbox.backlogged() {
+            // A peer that asks without reading: the rest waits in the input buffer.
+            break;
+        }
         let declared = rest
             .get(2..4)
             .map_or(0, |b| usize::from(u16::from_be_bytes([b[0], b[1]])));
@@ -233,6 +254,11 @@ fn handle_batch(
         }
     }
     Some(consumed)
+}
+
+/// Whether `buf` starts with a whole message.
+fn holds_message(buf: &[u8]) -> bool {
+    ofp::peek_message_len(buf).is_some_and(|len| buf.len() >= len)
 }
 
 /// Reads what the (non-blocking) socket holds into `buf`, `max` bytes at most; `Ok(0)` means
@@ -338,6 +364,18 @@ async fn serve(
             shared.controllers.fetch_add(1, Ordering::Relaxed);
         }
         let blocked = outbox.blocked();
+        if !blocked && connection.lock_input().holds_message() {
+            // Requests left when a batch stopped at the backlog limit, here or on a datapath
+            // thread: served from the input buffer, nothing read.
+            let served = connection.serve(shared, &mut connection.lock_input(), |_| {
+                Err(io::ErrorKind::WouldBlock.into())
+            });
+            if served == Served::End {
+                drain(socket, outbox).await;
+                break;
+            }
+            continue;
+        }
         let deadline = last_heard + if probed { probe * 2 } else { probe };
         tokio::select! {
             ready = socket.readable(), if !blocked => {

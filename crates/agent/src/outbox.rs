@@ -309,6 +309,13 @@ impl Outbox {
         !self.lock().pending.is_empty()
     }
 
+    /// Whether the bytes waiting for the socket reached [`PENDING_LIMIT`]: the connection
+    /// handles no more requests until the peer reads (replies are never dropped, so this
+    /// is what bounds them).
+    pub(crate) fn backlogged(&self) -> bool {
+        self.lock().pending.len() >= PENDING_LIMIT
+    }
+
     pub fn set_filter(&self, filter: Filter) {
         self.lock().filter = filter;
     }
