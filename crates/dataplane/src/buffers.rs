@@ -178,6 +178,18 @@ impl BufferPool {
         Ok(result)
     }
 
+    /// Whether `id` could be taken now.
+    pub fn check(&self, id: u32) -> Result<(), BufferError> {
+        let (slot_no, generation) = decode(id).ok_or(BufferError::Unknown)?;
+        let inner = self.lock();
+        let slot = inner
+            .slots
+            .get(usize::from(slot_no))
+            .filter(|s| s.generation == generation)
+            .ok_or(BufferError::Unknown)?;
+        slot.stored_at.map(|_| ()).ok_or(BufferError::Empty)
+    }
+
     /// Takes the buffered packet's ingress port and a copy of its bytes (control path).
     pub fn take(&self, id: u32) -> Result<(u32, Vec<u8>), BufferError> {
         self.take_with(id, |in_port, data| (in_port, data.to_vec()))

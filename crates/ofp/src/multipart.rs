@@ -30,6 +30,9 @@ use multipart_type as mt;
 pub const MULTIPART_HEADER_LEN: usize = 16;
 /// Largest OpenFlow message.
 pub const OFP_MAX_MESSAGE_LEN: usize = 65535;
+/// The largest entry a multipart reply can carry: a message's worth, less its headers. A
+/// switch must refuse what it could not report back (a flow entry, a group).
+pub const MAX_MULTIPART_ITEM_LEN: usize = OFP_MAX_MESSAGE_LEN - MULTIPART_HEADER_LEN;
 
 /// OFPT_MULTIPART_REQUEST: `flags` holds OFPMPF_REQ_MORE.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -348,13 +351,15 @@ impl MultipartReply {
 /// Encodes `body` as one or more MULTIPART_REPLY messages with this xid, each at most 65535
 /// bytes, and pushes each message's bytes onto `out`. List bodies are split between entries;
 /// every message but the last has OFPMPF_REPLY_MORE set. An empty list yields one message
-/// with an empty body. A single entry larger than a message cannot be split and is sent alone
-/// (its length field saturates, so a peer rejects it instead of misparsing it).
+/// with an empty body. An entry longer than [`MAX_MULTIPART_ITEM_LEN`] cannot be framed (a
+/// message's length field would understate it and the peer would lose its place in the
+/// stream), so it is left out; the switch refuses the flow-mods and group-mods that would
+/// make one.
 pub fn encode_multipart_reply_split(xid: u32, body: &MultipartReplyBody, out: &mut Vec<Vec<u8>>) {
     let items = body.encoded_items();
-    let max_body = OFP_MAX_MESSAGE_LEN - MULTIPART_HEADER_LEN;
+    let max_body = MAX_MULTIPART_ITEM_LEN;
     let mut chunks: Vec<Vec<u8>> = vec![Vec::new()];
-    for item in items {
+    for item in items.into_iter().filter(|item| item.len() <= max_body) {
         let needs_new = chunks
             .last()
             .is_some_and(|c| !c.is_empty() && c.len() + item.len() > max_body);

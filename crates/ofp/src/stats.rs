@@ -110,6 +110,11 @@ impl FlowStatsRequest {
     }
 }
 
+/// `ofp_flow_stats` up to its match.
+const FLOW_STATS_FIXED_LEN: usize = 48;
+/// `ofp_group_desc` up to its buckets.
+const GROUP_DESC_FIXED_LEN: usize = 8;
+
 /// One entry of an OFPMP_FLOW reply.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct FlowStats {
@@ -128,6 +133,14 @@ pub struct FlowStats {
 }
 
 impl FlowStats {
+    /// The length of the entry a flow with `match_` and `instructions` takes in an
+    /// OFPMP_FLOW reply.
+    pub fn entry_len(match_: &Match, instructions: &[Instruction]) -> usize {
+        let mut encoded = Vec::new();
+        emit_instructions(instructions, &mut encoded);
+        FLOW_STATS_FIXED_LEN + match_.wire_len() + encoded.len()
+    }
+
     pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         let start = out.len();
         let len_at = len_placeholder(out);
@@ -416,6 +429,13 @@ pub struct GroupDesc {
 }
 
 impl GroupDesc {
+    /// The length of the entry a group with `buckets` takes in an OFPMP_GROUP_DESC reply.
+    pub fn entry_len(buckets: &[Bucket]) -> usize {
+        let mut encoded = Vec::new();
+        buckets.iter().for_each(|b| b.emit(&mut encoded));
+        GROUP_DESC_FIXED_LEN + encoded.len()
+    }
+
     pub(crate) fn emit(&self, out: &mut Vec<u8>) {
         let start = out.len();
         let len_at = len_placeholder(out);

@@ -270,12 +270,17 @@ impl Switch {
         }
         if !deleting {
             check_instructions(&fm.instructions, fm.table_id, &compiled, &self.resources())?;
+            if ofp::FlowStats::entry_len(&fm.match_, &fm.instructions) > ofp::MAX_MULTIPART_ITEM_LEN
+            {
+                // Its flow-stats entry could not be framed in a reply.
+                return Err(OfpError::BadAction(ofp::BadActionCode::TooMany));
+            }
         }
-        let buffered = if fm.buffer_id != ofp::OFP_NO_BUFFER && !deleting {
-            Some(self.take_buffer(fm.buffer_id)?)
-        } else {
-            None
-        };
+        let buffer_id = (fm.buffer_id != ofp::OFP_NO_BUFFER && !deleting).then_some(fm.buffer_id);
+        if let Some(id) = buffer_id {
+            // Checked now, taken once the flow-mod took effect: a refused one keeps it.
+            self.shared.buffers.check(id).map_err(buffer_error)?;
+        }
         let removed = match fm.command {
             FlowModCommand::Add => {
                 self.add_flow(fm, compiled, now_ns)?;
@@ -289,6 +294,7 @@ impl Switch {
                 self.delete_flows(&fm, &compiled, now_ns)
             }
         };
+        let buffered = buffer_id.map(|id| self.take_buffer(id)).transpose()?;
         if let Some((in_port, frame)) = buffered {
             self.publish();
             self.packet_outs.submit(PacketOutJob {
@@ -454,6 +460,12 @@ impl Switch {
                 let adding = gm.command == GroupModCommand::Add;
                 self.groups
                     .check_shape(gm.group_id, gm.group_type, &gm.buckets, adding)?;
+                if ofp::GroupDesc::entry_len(&gm.buckets) > ofp::MAX_MULTIPART_ITEM_LEN {
+                    // Its group-desc entry could not be framed in a reply.
+                    return Err(OfpError::GroupModFailed(
+                        ofp::GroupModFailedCode::OutOfBuckets,
+                    ));
+                }
                 for bucket in &gm.buckets {
                     check_actions(
                         &bucket.actions,
@@ -593,12 +605,7 @@ impl Switch {
 
     /// The buffered packet's ingress port and bytes.
     fn take_buffer(&mut self, buffer_id: u32) -> Result<(u32, Vec<u8>), OfpError> {
-        self.shared.buffers.take(buffer_id).map_err(|e| match e {
-            dataplane::buffers::BufferError::Empty => {
-                OfpError::BadRequest(BadRequestCode::BufferEmpty)
-            }
-            _ => OfpError::BadRequest(BadRequestCode::BufferUnknown),
-        })
+        self.shared.buffers.take(buffer_id).map_err(buffer_error)
     }
 
     /// A packet-out's (or a timer's) ingress port and actions, checked without a match:
@@ -769,5 +776,15 @@ impl Switch {
     /// Number of flow entries in every table together.
     pub fn flow_count(&self) -> usize {
         self.tables.iter().map(FlowTable::len).sum()
+    }
+}
+
+/// The OpenFlow error for a buffer id that cannot be taken.
+fn buffer_error(e: dataplane::buffers::BufferError) -> OfpError {
+    match e {
+        dataplane::buffers::BufferError::Empty => OfpError::BadRequest(BadRequestCode::BufferEmpty),
+        dataplane::buffers::BufferError::Unknown => {
+            OfpError::BadRequest(BadRequestCode::BufferUnknown)
+        }
     }
 }

@@ -715,3 +715,95 @@ fn ones_complement_sum(bytes: &[u8]) -> u16 {
     }
     sum as u16
 }
+
+#[test]
+fn a_refused_flow_mod_keeps_its_buffered_packet() {
+    let jobs = Collected::default();
+    let (mut sw, readers) = switch_with_datapath(jobs.clone());
+    sw.flow_mod(flow(FlowModCommand::Add, 0, 10, in_port(3)), 0)
+        .unwrap();
+    let frame = vec![0xcd; 60];
+    let buffer_id = readers.shared().buffers.store(&frame, 3, 0).unwrap();
+    let mut overlapping = flow(FlowModCommand::Add, 0, 10, Match::default());
+    overlapping.flags = FlowModFlags::CHECK_OVERLAP;
+    overlapping.buffer_id = buffer_id;
+    assert_eq!(
+        sw.flow_mod(overlapping, 0),
+        Err(OfpError::FlowModFailed(FlowModFailedCode::Overlap))
+    );
+    assert!(jobs.0.lock().unwrap().is_empty());
+    let mut releasing = flow(FlowModCommand::Add, 0, 20, in_port(3));
+    releasing.buffer_id = buffer_id;
+    sw.flow_mod(releasing, 0).unwrap();
+    let released = jobs.0.lock().unwrap();
+    assert_eq!(released.len(), 1, "the buffer survived the refusal");
+    assert_eq!(released[0].frame, frame);
+}
+
+/// Apply-actions instructions of `count` SET_QUEUE actions (8 bytes each).
+fn queues(count: usize) -> Vec<Instruction> {
+    vec![Instruction::ApplyActions(vec![Action::SetQueue(1); count])]
+}
+
+#[test]
+fn entries_too_long_for_a_stats_reply_are_refused() {
+    // A flow's entry in a flow-stats reply is 48 bytes, its match (8 here) and its
+    // instructions (8 + 8 per action); a multipart reply carries at most 65,519 bytes of it.
+    let fits = (ofp::MAX_MULTIPART_ITEM_LEN - 48 - 8 - 8) / 8;
+    let mut sw = switch();
+    let mut too_long = flow(FlowModCommand::Add, 0, 10, Match::default());
+    too_long.instructions = queues(fits + 1);
+    assert_eq!(
+        sw.flow_mod(too_long, 0),
+        Err(OfpError::BadAction(BadActionCode::TooMany))
+    );
+    let mut longest = flow(FlowModCommand::Add, 0, 10, Match::default());
+    longest.instructions = queues(fits);
+    sw.flow_mod(longest, 0).unwrap();
+    let mut replies = Vec::new();
+    let body = sw
+        .multipart(
+            &MultipartRequestBody::Flow(FlowStatsRequest {
+                table_id: ofp::OFPTT_ALL,
+                out_port: OFPP_ANY,
+                out_group: OFPG_ANY,
+                cookie: 0,
+                cookie_mask: 0,
+                match_: Match::default(),
+            }),
+            0,
+        )
+        .unwrap();
+    ofp::encode_multipart_reply_split(7, &body, &mut replies);
+    for reply in &replies {
+        let declared = usize::from(u16::from_be_bytes([reply[2], reply[3]]));
+        assert_eq!(
+            declared,
+            reply.len(),
+            "a reply's length field is its length"
+        );
+    }
+    assert_eq!(replies.len(), 1);
+
+    // A group's entry in a group-desc reply is 8 bytes and its buckets (16 + 8 per action).
+    let actions = (ofp::MAX_MULTIPART_ITEM_LEN - 8 - 16) / 8;
+    let bucket = |n: usize| Bucket {
+        weight: 0,
+        watch_port: OFPP_ANY,
+        watch_group: OFPG_ANY,
+        actions: vec![Action::SetQueue(1); n],
+    };
+    let group = |n: usize| GroupMod {
+        command: GroupModCommand::Add,
+        group_type: GroupType::Indirect,
+        group_id: 1,
+        buckets: vec![bucket(n)],
+    };
+    assert_eq!(
+        sw.group_mod(&group(actions + 1), 0),
+        Err(OfpError::GroupModFailed(
+            ofp::GroupModFailedCode::OutOfBuckets
+        ))
+    );
+    sw.group_mod(&group(actions), 0).unwrap();
+}
