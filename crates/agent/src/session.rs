@@ -76,17 +76,16 @@ pub struct SwitchState {
     pub roles: Roles,
 }
 
-/// Most table-features entries a request split over several messages may carry (254 tables,
-/// with room to spare); beyond it the switch stops buffering.
-const MAX_BUFFERED_TABLE_FEATURES: usize = 512;
-
 /// Per-connection protocol state.
 #[derive(Debug)]
 pub struct Session {
     pub conn: ConnId,
     negotiated: bool,
     async_config: AsyncConfig,
-    /// A table-features request arriving in parts (OFPMPF_REQ_MORE), with its xid.
+    /// A table-features request arriving in parts (OFPMPF_REQ_MORE), with its xid: the
+    /// first table it sets, if any. The switch refuses to set table features, so one table
+    /// is enough to answer the whole request; keeping them all would let a peer park
+    /// megabytes per connection.
     pending_table_features: Option<(u32, Vec<ofp::TableFeatures>)>,
 }
 
@@ -332,11 +331,8 @@ impl Session {
                     Some(_) => return Err(OfpError::BadRequest(BadRequestCode::BadMultipart)),
                     None => Vec::new(),
                 };
-                tables.extend(part);
-                if tables.len() > MAX_BUFFERED_TABLE_FEATURES {
-                    return Err(OfpError::BadRequest(
-                        BadRequestCode::MultipartBufferOverflow,
-                    ));
+                if tables.is_empty() {
+                    tables.extend(part.into_iter().take(1));
                 }
                 if more {
                     self.pending_table_features = Some((xid, tables));

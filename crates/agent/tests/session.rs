@@ -247,14 +247,16 @@ fn multipart_requests_in_parts_are_joined() {
         })
     };
     let table = ofp::TableFeatures::default();
-    let out = s.on_message(
-        &mut st,
-        &header(4, 7),
-        part(ofp::OFPMPF_REQ_MORE, vec![table.clone()]),
-        &[],
-        0,
-    );
-    assert!(out.replies.is_empty(), "no reply before the last part");
+    for _ in 0..2000 {
+        let out = s.on_message(
+            &mut st,
+            &header(4, 7),
+            part(ofp::OFPMPF_REQ_MORE, vec![table.clone(), table.clone()]),
+            &[],
+            0,
+        );
+        assert!(out.replies.is_empty(), "no reply before the last part");
+    }
     let out = s.on_message(&mut st, &header(4, 7), part(0, vec![table]), &[], 0);
     assert_eq!(
         error_of(&out.replies[0].1),
