@@ -13,8 +13,10 @@ const PKTTMP_MOD_FAILED: u16 = 11;
 
 /// Most templates a switch holds (seed 001 section 5 expects thousands of small ones).
 pub const MAX_TEMPLATES: usize = 65_536;
-/// Most template bytes a switch holds, all templates together.
-pub const MAX_TEMPLATE_BYTES: usize = 16 << 20;
+/// Most memory the templates take, all together, as the switch accounts for it (PKTTMP_STATS
+/// `memory`: template bytes, operations and bookkeeping), so that neither large templates
+/// nor many operations on empty ones exhaust the switch.
+pub const MAX_TEMPLATE_MEMORY: usize = 64 << 20;
 /// Longest template: a generated packet must fit the datapath's frame buffers.
 pub const MAX_TEMPLATE_LEN: usize = dataplane::batch::DEFAULT_MAX_FRAME;
 
@@ -38,12 +40,12 @@ pub struct TemplateInfo {
     pub memory: usize,
 }
 
-/// The packet template table: what the controller installed, its byte total, and the
+/// The packet template table: what the controller installed, the memory it takes, and the
 /// datapath's view of each template.
 #[derive(Default)]
 pub struct TemplateTable {
     entries: BTreeMap<u32, (PktTmpMod, Arc<PacketTemplate>)>,
-    bytes: usize,
+    memory: usize,
 }
 
 impl TemplateTable {
@@ -73,7 +75,7 @@ impl TemplateTable {
     /// nothing, so a controller that reconnects can push its templates again; with other
     /// content it fails (delete first). A DELETE of an unknown id, or of one that `in_use`
     /// flow entries or timers still reference, fails. An ADD past [`MAX_TEMPLATES`],
-    /// [`MAX_TEMPLATE_BYTES`] or [`MAX_TEMPLATE_LEN`], or whose operations fall outside the
+    /// [`MAX_TEMPLATE_MEMORY`] or [`MAX_TEMPLATE_LEN`], or whose operations fall outside the
     /// template, fails. Every failure is PKTTMP_MOD_FAILED and leaves the table as it was.
     pub fn apply(&mut self, m: &PktTmpMod, in_use: usize) -> Result<Option<Op>, OfpError> {
         match m.command {
@@ -81,23 +83,27 @@ impl TemplateTable {
                 if in_use > 0 {
                     return Err(failed());
                 }
-                let (old, _) = self.entries.remove(&m.pkttmp_id).ok_or_else(failed)?;
-                self.bytes -= old.template.len();
+                let (old, template) = self.entries.remove(&m.pkttmp_id).ok_or_else(failed)?;
+                self.memory -= memory(&old, &template);
                 Ok(Some(Op::RemoveTemplate { id: m.pkttmp_id }))
             }
             PktTmpCommand::Add => {
                 if let Some((old, _)) = self.entries.get(&m.pkttmp_id) {
                     return if old == m { Ok(None) } else { Err(failed()) };
                 }
-                let n = m.template.len();
                 let full = self.entries.len() >= MAX_TEMPLATES;
-                if full || n > MAX_TEMPLATE_LEN || self.bytes + n > MAX_TEMPLATE_BYTES {
+                if full || m.template.len() > MAX_TEMPLATE_LEN {
                     return Err(failed());
                 }
                 let template = Arc::new(datapath_template(m)?);
+                let kept = m.clone();
+                let size = memory(&kept, &template);
+                if self.memory + size > MAX_TEMPLATE_MEMORY {
+                    return Err(failed());
+                }
                 self.entries
-                    .insert(m.pkttmp_id, (m.clone(), Arc::clone(&template)));
-                self.bytes += n;
+                    .insert(m.pkttmp_id, (kept, Arc::clone(&template)));
+                self.memory += size;
                 Ok(Some(Op::SetTemplate {
                     id: m.pkttmp_id,
                     template,

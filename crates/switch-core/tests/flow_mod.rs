@@ -410,7 +410,7 @@ fn insp_templates_are_checked_before_flows_use_them() {
 
 #[test]
 fn template_limits_answer_pkttmp_mod_failed() {
-    use switch_core::templates::{MAX_TEMPLATES, MAX_TEMPLATE_BYTES, MAX_TEMPLATE_LEN};
+    use switch_core::templates::{MAX_TEMPLATES, MAX_TEMPLATE_LEN, MAX_TEMPLATE_MEMORY};
     let failed = Err(OfpError::Experimenter {
         exp_type: 11,
         experimenter: 0xBEBA_BEBA,
@@ -418,17 +418,37 @@ fn template_limits_answer_pkttmp_mod_failed() {
     let mut sw = switch();
     let too_long = template(ofp::PktTmpCommand::Add, 1, vec![0; MAX_TEMPLATE_LEN + 1]);
     assert_eq!(sw.pkttmp_mod(&too_long), failed);
-    let big = MAX_TEMPLATE_LEN;
-    let fit = MAX_TEMPLATE_BYTES / big;
-    for id in 0..fit as u32 {
-        sw.pkttmp_mod(&template(ofp::PktTmpCommand::Add, id, vec![0; big]))
-            .unwrap();
-    }
-    let over = template(ofp::PktTmpCommand::Add, 1 << 20, vec![0; big]);
-    assert_eq!(sw.pkttmp_mod(&over), failed, "byte limit");
-    for id in 0..fit as u32 {
-        sw.pkttmp_mod(&template(ofp::PktTmpCommand::Delete, id, vec![]))
-            .unwrap();
+    let memory = |sw: &Switch| -> usize { sw.templates().list().map(|(i, _)| i.memory).sum() };
+    // Large templates, and empty ones with thousands of operations, until the memory limit.
+    let many_ops = |id| ofp::PktTmpMod {
+        copy_ops: vec![
+            ofp::CopyOp {
+                src_offset: 0,
+                dst_offset: 0,
+                len: 0,
+            };
+            4094
+        ],
+        ..template(ofp::PktTmpCommand::Add, id, Vec::new())
+    };
+    let big = |id| template(ofp::PktTmpCommand::Add, id, vec![0; MAX_TEMPLATE_LEN]);
+    for kind in [big as fn(u32) -> ofp::PktTmpMod, many_ops] {
+        let mut id = 0;
+        while sw.pkttmp_mod(&kind(id)).is_ok() {
+            id += 1;
+            assert!((id as usize) < MAX_TEMPLATES, "no memory limit");
+        }
+        assert_eq!(sw.pkttmp_mod(&kind(id)), failed, "memory limit");
+        let held = memory(&sw);
+        assert!(
+            held <= MAX_TEMPLATE_MEMORY && held > MAX_TEMPLATE_MEMORY * 9 / 10,
+            "{held}"
+        );
+        for id in 0..id {
+            sw.pkttmp_mod(&template(ofp::PktTmpCommand::Delete, id, vec![]))
+                .unwrap();
+        }
+        assert_eq!(memory(&sw), 0);
     }
     for id in 0..MAX_TEMPLATES as u32 {
         sw.pkttmp_mod(&template(ofp::PktTmpCommand::Add, id, vec![0; 60]))
@@ -437,10 +457,10 @@ fn template_limits_answer_pkttmp_mod_failed() {
     let one_more = template(ofp::PktTmpCommand::Add, 1 << 20, vec![0; 60]);
     assert_eq!(sw.pkttmp_mod(&one_more), failed, "count limit");
     assert_eq!(sw.templates().len(), MAX_TEMPLATES);
-    let memory: usize = sw.templates().list().map(|(info, _)| info.memory).sum();
     assert!(
-        memory > MAX_TEMPLATES * 120,
-        "{memory} bytes for {MAX_TEMPLATES} entries"
+        memory(&sw) > MAX_TEMPLATES * 120,
+        "{} bytes for {MAX_TEMPLATES} entries",
+        memory(&sw)
     );
 }
 
