@@ -292,6 +292,10 @@ impl Session {
                 self.async_config = config;
                 Outcome::default()
             }
+            // Ours (InSP), with an exp_type we do not have; or someone else's.
+            Message::Experimenter(e) if e.experimenter == ofp::INSP_EXPERIMENTER => {
+                return Err(OfpError::BadRequest(BadRequestCode::BadExpType))
+            }
             Message::Experimenter(_) => {
                 return Err(OfpError::BadRequest(BadRequestCode::BadExperimenter))
             }

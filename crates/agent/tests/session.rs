@@ -319,3 +319,33 @@ fn a_subscription_receives_only_the_kinds_it_asked_for() {
         other => panic!("expected the packet-in, got {other:?}"),
     }
 }
+
+#[test]
+fn an_unknown_experimenter_message_names_what_is_missing() {
+    let mut st = state();
+    let mut s = negotiated(&mut st, 1);
+    let experimenter = |experimenter| {
+        Message::Experimenter(ofp::ExperimenterMsg {
+            experimenter,
+            exp_type: 3,
+            data: Vec::new(),
+        })
+    };
+    let ours = s.on_message(
+        &mut st,
+        &header(4, 5),
+        experimenter(ofp::INSP_EXPERIMENTER),
+        &[],
+        0,
+    );
+    assert_eq!(
+        error_of(&ours.replies[0].1),
+        OfpError::BadRequest(BadRequestCode::BadExpType),
+        "the InSP experimenter is supported, that exp_type is not"
+    );
+    let theirs = s.on_message(&mut st, &header(4, 6), experimenter(0x2320), &[], 0);
+    assert_eq!(
+        error_of(&theirs.replies[0].1),
+        OfpError::BadRequest(BadRequestCode::BadExperimenter)
+    );
+}

@@ -77,9 +77,12 @@ impl FlowEntry {
             .any(|i| matches!(i, Instruction::Meter(m) if *m == meter_id))
     }
 
+    /// The actions of its apply, write and InSP instructions (a generated packet's actions
+    /// forward like the others: to ports, to groups).
     fn actions(&self) -> impl Iterator<Item = &Action> {
         self.instructions.iter().flat_map(|i| match i {
             Instruction::ApplyActions(a) | Instruction::WriteActions(a) => a.as_slice(),
+            Instruction::Insp(insp) => insp.actions.as_slice(),
             _ => &[],
         })
     }

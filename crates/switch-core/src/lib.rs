@@ -520,6 +520,13 @@ impl Switch {
             }
             GroupModCommand::Delete => {
                 let doomed = self.groups.deletion_set(gm.group_id)?;
+                if doomed.iter().any(|&g| self.timers.sends_to_group(g)) {
+                    // A timer forwards to it, and timers are not removed behind the
+                    // controller's back: it deletes the timer first (INSP.md).
+                    return Err(OfpError::GroupModFailed(
+                        ofp::GroupModFailedCode::ChainedGroup,
+                    ));
+                }
                 let removed = self.sweep_flows(
                     |e| doomed.iter().any(|g| e.sends_to_group(*g)),
                     ofp::OFPRR_GROUP_DELETE,

@@ -78,6 +78,15 @@ impl TimerTable {
             .count()
     }
 
+    /// Whether a timer's actions send to group `group_id`.
+    pub fn sends_to_group(&self, group_id: u32) -> bool {
+        self.entries.values().any(|t| {
+            t.actions
+                .iter()
+                .any(|a| matches!(a, ofp::Action::Group(g) if *g == group_id))
+        })
+    }
+
     /// Every installed timer, by id.
     pub fn list(&self) -> impl Iterator<Item = &TimerMod> {
         self.entries.values()

@@ -827,3 +827,63 @@ fn entries_too_long_for_a_stats_reply_are_refused() {
     );
     sw.group_mod(&group(actions), 0).unwrap();
 }
+
+#[test]
+fn a_deleted_group_takes_insp_flows_with_it_and_timers_hold_it() {
+    use ofp::{TimerCommand, TimerMod};
+    let mut sw = switch();
+    sw.set_timer_queue(Box::new(Timers::default()));
+    let group = |command| GroupMod {
+        command,
+        group_type: GroupType::Indirect,
+        group_id: 7,
+        buckets: vec![Bucket {
+            weight: 0,
+            watch_port: OFPP_ANY,
+            watch_group: OFPG_ANY,
+            actions: vec![Action::Output {
+                port: 1,
+                max_len: 0,
+            }],
+        }],
+    };
+    sw.group_mod(&group(GroupModCommand::Add), 0).unwrap();
+    // A template without copy operations, so a timer may send it.
+    let standalone = ofp::PktTmpMod {
+        copy_ops: Vec::new(),
+        ..template(ofp::PktTmpCommand::Add, 3, vec![0xff; 60])
+    };
+    sw.pkttmp_mod(&standalone).unwrap();
+    let mut insp_flow = flow(FlowModCommand::Add, 0, 10, in_port(2));
+    insp_flow.instructions = vec![Instruction::Insp(ofp::InspInstruction {
+        pkttmp_id: 3,
+        actions: vec![Action::Group(7)],
+    })];
+    insp_flow.flags = FlowModFlags::SEND_FLOW_REM;
+    sw.flow_mod(insp_flow, 0).unwrap();
+    let timer = |command| TimerMod {
+        command,
+        timer_id: 1,
+        pkttmp_id: 3,
+        period_us: 100_000,
+        in_port: ofp::OFPP_CONTROLLER,
+        actions: vec![Action::Group(7)],
+    };
+    sw.timer_mod(&timer(TimerCommand::Add)).unwrap();
+    assert_eq!(
+        sw.group_mod(&group(GroupModCommand::Delete), 0),
+        Err(OfpError::GroupModFailed(
+            ofp::GroupModFailedCode::ChainedGroup
+        )),
+        "a timer forwards to it"
+    );
+    assert_eq!(flows(&sw).len(), 1, "a refused delete removes nothing");
+    sw.timer_mod(&timer(TimerCommand::Delete)).unwrap();
+    let removed = sw.group_mod(&group(GroupModCommand::Delete), 0).unwrap();
+    assert_eq!(
+        removed.iter().map(|r| r.reason).collect::<Vec<_>>(),
+        [ofp::OFPRR_GROUP_DELETE],
+        "the InSP flow forwarding to the group goes with it"
+    );
+    assert!(flows(&sw).is_empty());
+}
