@@ -77,6 +77,24 @@ fn flow(command: FlowModCommand, table_id: u8, priority: u16, match_: Match) -> 
     }
 }
 
+/// A group of one bucket that outputs to port 1.
+fn group_to_port_1(command: GroupModCommand, group_type: GroupType, group_id: u32) -> GroupMod {
+    GroupMod {
+        command,
+        group_type,
+        group_id,
+        buckets: vec![Bucket {
+            weight: 0,
+            watch_port: OFPP_ANY,
+            watch_group: OFPG_ANY,
+            actions: vec![Action::Output {
+                port: 1,
+                max_len: 0,
+            }],
+        }],
+    }
+}
+
 fn flows(sw: &Switch) -> Vec<ofp::FlowStats> {
     let req = FlowStatsRequest {
         table_id: ofp::OFPTT_ALL,
@@ -197,20 +215,7 @@ fn refused_flow_mods_name_the_spec_error_and_change_nothing() {
 #[test]
 fn group_and_meter_deletion_remove_their_flows_with_flow_removed() {
     let mut sw = switch();
-    let group = GroupMod {
-        command: GroupModCommand::Add,
-        group_type: GroupType::All,
-        group_id: 1,
-        buckets: vec![Bucket {
-            weight: 0,
-            watch_port: OFPP_ANY,
-            watch_group: OFPG_ANY,
-            actions: vec![Action::Output {
-                port: 1,
-                max_len: 0,
-            }],
-        }],
-    };
+    let group = group_to_port_1(GroupModCommand::Add, GroupType::All, 1);
     sw.group_mod(&group, 0).unwrap();
     let meter = MeterMod {
         command: MeterModCommand::Add,
@@ -833,20 +838,7 @@ fn a_deleted_group_takes_insp_flows_with_it_and_timers_hold_it() {
     use ofp::{TimerCommand, TimerMod};
     let mut sw = switch();
     sw.set_timer_queue(Box::new(Timers::default()));
-    let group = |command| GroupMod {
-        command,
-        group_type: GroupType::Indirect,
-        group_id: 7,
-        buckets: vec![Bucket {
-            weight: 0,
-            watch_port: OFPP_ANY,
-            watch_group: OFPG_ANY,
-            actions: vec![Action::Output {
-                port: 1,
-                max_len: 0,
-            }],
-        }],
-    };
+    let group = |command| group_to_port_1(command, GroupType::Indirect, 7);
     sw.group_mod(&group(GroupModCommand::Add), 0).unwrap();
     // A template without copy operations, so a timer may send it.
     let standalone = ofp::PktTmpMod {
