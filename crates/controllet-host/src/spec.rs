@@ -219,6 +219,9 @@ pub struct Backoff {
     pub stable: Period,
 }
 
+/// The longest restart delay or stable period a spec may give.
+const MAX_RESTART_PERIOD: Duration = Duration::from_secs(3600);
+
 impl Default for Backoff {
     fn default() -> Self {
         Backoff {
@@ -342,6 +345,16 @@ impl ControlletSpec {
         if self.restart.min.0 > self.restart.max.0 || self.restart.min.0.is_zero() {
             return Err(("restart", "needs 0 < min <= max".into()));
         }
+        let restart = &self.restart;
+        if [restart.max.0, restart.stable.0]
+            .iter()
+            .any(|d| *d > MAX_RESTART_PERIOD)
+        {
+            return Err((
+                "restart",
+                "periods above an hour are not restart delays".into(),
+            ));
+        }
         if let Some(key) = self
             .env
             .keys()
@@ -461,6 +474,22 @@ impl BusSpec {
         if self.listen.parse::<std::net::SocketAddr>().is_err() {
             return Err(("listen", format!("`{}` is not IP:PORT", self.listen)));
         }
+        for (i, user) in self.users.iter().enumerate() {
+            let reserved =
+                user.name == crate::bus::auth::DAEMON_USER || user.name.starts_with("controllet-");
+            if reserved {
+                return Err((
+                    "users",
+                    format!(
+                        "`{}` is a name the switch gives its own accounts",
+                        user.name
+                    ),
+                ));
+            }
+            if self.users[..i].iter().any(|u| u.name == user.name) {
+                return Err(("users", format!("`{}` is named twice", user.name)));
+            }
+        }
         if let Some(url) = &self.url {
             if !url.starts_with("nats://") && !url.starts_with("tls://") {
                 return Err(("url", format!("`{url}` is not nats://HOST:PORT")));
@@ -556,6 +585,23 @@ mod tests {
         let s =
             spec("name = \"a\"\nprogram = \"/x\"\nenv = { HAIRPIN_OPENFLOW = \"x\" }\n").unwrap();
         assert_eq!(s.validate().unwrap_err().0, "env");
+        let huge = "restart = { min = \"10000000000000000000s\", max = \"10000000000000000000s\" }";
+        let s = spec(&format!("name = \"a\"\nprogram = \"/x\"\n{huge}\n")).unwrap();
+        assert_eq!(s.validate().unwrap_err().0, "restart");
+    }
+
+    #[test]
+    fn bus_users_are_distinct_and_not_the_switch_s_own() {
+        let bus = |users: &str| -> BusSpec { toml::from_str(users).unwrap() };
+        let user = |name: &str| format!("[[users]]\nname = \"{name}\"\npassword_file = \"/p\"\n");
+        bus(&user("ops")).validate().unwrap();
+        for text in [
+            user("hairpind"),
+            user("controllet-lsw"),
+            format!("{}{}", user("ops"), user("ops")),
+        ] {
+            assert_eq!(bus(&text).validate().unwrap_err().0, "users", "{text}");
+        }
     }
 
     #[test]

@@ -72,7 +72,7 @@ impl Delay {
             self.next = backoff.min.0;
         }
         let delay = self.next;
-        self.next = (self.next * 2).min(backoff.max.0);
+        self.next = self.next.saturating_mul(2).min(backoff.max.0);
         delay
     }
 }
@@ -264,6 +264,15 @@ mod tests {
         assert_eq!(got, [100, 200, 400, 800, 1000, 1000]);
         assert_eq!(d.after_run(Duration::from_secs(6), &b).as_millis(), 100);
         assert_eq!(d.after_run(quick, &b).as_millis(), 200);
+        // However long the delays, doubling them saturates instead of overflowing.
+        let long = Backoff {
+            min: Period(Duration::MAX),
+            max: Period(Duration::MAX),
+            stable: Period(Duration::MAX),
+        };
+        let mut d = Delay::new(&long);
+        assert_eq!(d.after_run(quick, &long), Duration::MAX);
+        assert_eq!(d.after_run(quick, &long), Duration::MAX);
     }
 
     #[tokio::test]
