@@ -467,6 +467,10 @@ impl Origins<'_> {
     }
 }
 
+/// Most datapath threads: beyond the cores of any machine this runs on, and each thread
+/// holds a socket and rings on every port.
+const MAX_DATAPATH_THREADS: usize = 1024;
+
 fn flag_error(field: &str, message: impl Into<String>) -> ConfigError {
     ConfigError {
         file: None,
@@ -622,6 +626,7 @@ impl Settings {
             settings.fail_mode = mode;
         }
         if let Some(threads) = cli.datapath_threads {
+            origins.from_file.remove("datapath_threads");
             settings.datapath_threads = threads;
         }
         if let Some(cpus) = cli.datapath_cpus {
@@ -667,8 +672,11 @@ impl Settings {
 
     /// The checks that need everything merged.
     fn check(&self, origins: &Origins<'_>) -> Result<(), ConfigError> {
-        if self.datapath_threads == 0 {
-            return Err(flag_error("datapath_threads", "must be at least 1"));
+        if !(1..=MAX_DATAPATH_THREADS).contains(&self.datapath_threads) {
+            return Err(origins.error(
+                "datapath_threads",
+                format!("must be 1 to {MAX_DATAPATH_THREADS}"),
+            ));
         }
         if let Some(cpus) = &self.datapath_cpus {
             let allowed = crate::datapath::cpus::allowed()
@@ -685,22 +693,27 @@ impl Settings {
         }
         self.check_legacy_ports(origins)?;
         if let Some(unknown) = self.captures.keys().find(|n| !self.ports.contains_key(n)) {
-            return Err(flag_error(
+            return Err(origins.error(
                 &format!("pcap.{unknown}"),
                 format!("port {unknown} is not bound to an interface or a trunk's VLAN"),
             ));
         }
-        if !self.captures.is_empty() && self.datapath_threads > 1 {
-            return Err(flag_error(
-                "pcap",
-                "captures need datapath_threads = 1 (one writer per file)",
+        if let Some(first) = self
+            .captures
+            .keys()
+            .next()
+            .filter(|_| self.datapath_threads > 1)
+        {
+            return Err(origins.error(
+                &format!("pcap.{first}"),
+                "captures need datapath_threads = 1 (one writer per file)".into(),
             ));
         }
         let xdp = self.interfaces().any(|i| i.io == PortIo::Xdp);
         if xdp && self.datapath_threads > 1 {
-            return Err(flag_error(
+            return Err(origins.error(
                 "datapath_threads",
-                "AF_XDP ports serve one datapath thread (one socket per queue)",
+                "AF_XDP ports serve one datapath thread (one socket per queue)".into(),
             ));
         }
         Ok(())
@@ -822,6 +835,7 @@ impl Settings {
         }
         if let Some(threads) = file.datapath_threads {
             self.datapath_threads = threads;
+            origins.from_file.insert("datapath_threads".into());
         }
         if let Some(cpus) = file.datapath_cpus {
             self.datapath_cpus = Some(CpuList::parse(&cpus).map_err(|m| at("datapath_cpus", m))?);
@@ -859,6 +873,7 @@ impl Settings {
             let field = format!("pcap.{number}");
             let n = parse_port_number(&number).map_err(|m| at(&field, m))?;
             self.captures.insert(n, file);
+            origins.from_file.insert(format!("pcap.{n}"));
         }
         if let Some(bus) = &file.bus {
             bus.validate()
@@ -1156,6 +1171,44 @@ mod tests {
         assert_eq!(s.captures.get(&1), Some(&PathBuf::from("/tmp/p1.pcap")));
         let err = settings_from("", &["--pcap", "3=/tmp/p3.pcap"]).unwrap_err();
         assert_eq!(err.field, "pcap.3");
+        assert_eq!(err.line, None, "a flag has no line");
+        let err = settings_from(
+            "[ports]\n1 = \"veth0\"\n[pcap]\n7 = \"/tmp/p7.pcap\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("pcap.7", Some(4)));
+        let err = settings_from(
+            "datapath_threads = 2\n[ports]\n1 = \"veth0\"\n[pcap]\n1 = \"/tmp/p1.pcap\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("pcap.1", Some(5)));
+    }
+
+    #[test]
+    fn datapath_threads_are_bounded_and_located() {
+        for (text, field) in [
+            ("datapath_threads = 0\n", "datapath_threads"),
+            (
+                "datapath_threads = 9223372036854775807\n",
+                "datapath_threads",
+            ),
+            ("datapath_threads = 1025\n", "datapath_threads"),
+        ] {
+            let err = settings_from(text, &[]).unwrap_err();
+            assert_eq!((err.field.as_str(), err.line), (field, Some(1)), "{text}");
+            assert!(err.file.is_some(), "{text}");
+        }
+        let err =
+            settings_from("datapath_threads = 4\n", &["--datapath-threads", "0"]).unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("datapath_threads", None));
+        assert_eq!(
+            settings_from("datapath_threads = 1024\n", &[])
+                .unwrap()
+                .datapath_threads,
+            1024
+        );
     }
 
     #[test]
