@@ -133,7 +133,21 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                         spec.insert(key.into(), value);
                     }
                 }
-            } else if !args.is_empty() || !env.is_empty() || cpu.is_some() || memory.is_some() {
+            } else if !args.is_empty()
+                || !env.is_empty()
+                || !read_only.is_empty()
+                || !run_without.is_empty()
+                || !allow_syscalls.is_empty()
+                || *may_be_master
+                || cpu.is_some()
+                || memory.is_some()
+                || pids.is_some()
+                || network.is_some()
+                || channel.is_some()
+                || isolation.is_some()
+                || user.is_some()
+                || directory.is_some()
+            {
                 return Err(CtlError::Usage(
                     "a declared controllet starts by name alone; give PROGRAM to declare a new one"
                         .into(),
@@ -277,7 +291,25 @@ mod tests {
         assert!(params.get("network").is_none());
         let (_, params) = request(&parse(&["start", "lsw"])).unwrap();
         assert_eq!(params, json!({"name": "lsw"}));
-        assert!(request(&parse(&["start", "lsw", "--cpu", "1"])).is_err());
+        for declaration in [
+            &["--cpu", "1"][..],
+            &["--network", "host"],
+            &["--isolation", "none"],
+            &["--may-be-master"],
+            &["--user", "0"],
+            &["--pids", "1"],
+            &["--directory", "/x"],
+            &["--read-only", "/z"],
+            &["--run-without", "seccomp"],
+            &["--allow-syscall", "ptrace"],
+        ] {
+            let mut args = vec!["start", "lsw"];
+            args.extend_from_slice(declaration);
+            assert!(
+                request(&parse(&args)).is_err(),
+                "{declaration:?} without PROGRAM"
+            );
+        }
         assert!(request(&parse(&["start", "x", "/p", "--env", "novalue"])).is_err());
     }
 
