@@ -10,6 +10,7 @@ import pytest
 from hairpin.harmless import yamledit
 from hairpin.harmless.config import ConfigError, LogicalPort, load
 from hairpin.harmless.inventory import build_inventory, dialect_name
+from hairpin.harmless.state import StateDir, StateError
 
 GOOD = """\
 name: lab
@@ -139,6 +140,35 @@ MISTAKES = [
         "switch.fail_mode",
         "Input should be 'secure' or 'standalone'",
     ),
+    # Values hairpind would refuse are refused here, with this file's line.
+    (
+        "{port: p3, vlan: 150, of_port: 2}",
+        "{port: p3, vlan: 150, of_port: 2, speed_mbps: 5000000000}",
+        13,
+        f"{PORTS}[2].speed_mbps",
+        "Input should be less than or equal to 4294967295",
+    ),
+    (
+        "interface: eth1\n",
+        'interface: "eth1\\n"\n',
+        9,
+        f"{TRUNK}.interface",
+        "Value error, `eth1\n` is not a Linux interface name",
+    ),
+    (
+        "{port: p3, vlan: 150, of_port: 2}",
+        '{port: p3, vlan: 150, of_port: 2, name: "Ethernét1/0/123"}',
+        13,
+        f"{PORTS}[2]",
+        "OpenFlow port name 'Ethernét1/0/123' is not 15 bytes or fewer",
+    ),
+    (
+        "{port: p3, vlan: 150, of_port: 2}",
+        '{port: p3, vlan: 150, of_port: 2, name: "E\\x01x"}',
+        13,
+        f"{PORTS}[2]",
+        "OpenFlow port name 'E\\x01x' is not 15 bytes or fewer without control characters",
+    ),
 ]
 
 
@@ -166,6 +196,10 @@ def test_not_yaml_and_not_a_file(tmp_path: Path) -> None:
     assert found[0].startswith(f"{path}:") and "not YAML" in found[0], found
     with pytest.raises(ConfigError, match="cannot read"):
         load(tmp_path / "absent.yaml")
+    path.write_bytes(GOOD.replace("lab", "l\xffb").encode("latin-1"))
+    with pytest.raises(ConfigError) as caught:
+        load(path, {"SW1_PASSWORD": "x"})
+    assert caught.value.problems == [f"{path}:1: not UTF-8"]
 
 
 def test_nornir_inventory_supplies_connections(tmp_path: Path) -> None:
@@ -205,6 +239,11 @@ sw1:
     (tmp_path / "hosts.yaml").write_text("other:\n  hostname: 192.0.2.9\n")
     with pytest.raises(ConfigError, match=r"hosts.yaml: no host sw1"):
         build_inventory(load(tmp_path / "harmless.yaml", {"SW1_PASSWORD": "pw"}))
+    hosts = tmp_path / "hosts.yaml"
+    for broken in ("sw1: [unclosed\n", "- sw1\n", "sw1: 5\n"):
+        hosts.write_text(broken)
+        with pytest.raises(ConfigError, match="inventory of"):
+            build_inventory(load(tmp_path / "harmless.yaml", {"SW1_PASSWORD": "pw"}))
 
 
 def test_port_changes_edit_the_file_and_keep_the_map(tmp_path: Path) -> None:
@@ -226,3 +265,12 @@ def test_port_changes_edit_the_file_and_keep_the_map(tmp_path: Path) -> None:
         ("p3", 150, 2, "p3"),
         ("p7", 107, 9, "printer2"),
     ]
+
+
+def test_a_corrupt_state_file_is_reported_not_a_traceback(tmp_path: Path) -> None:
+    state = StateDir(tmp_path / "lab")
+    state.path.mkdir()
+    for corrupt in ('{"name": "lab", "config_path": "x"', '{"name": "lab"}', "[1, 2]"):
+        state.state_file.write_text(corrupt)
+        with pytest.raises(StateError, match="corrupt state"):
+            state.load()

@@ -37,8 +37,10 @@ from ruamel.yaml.error import MarkedYAMLError
 MAX_PORT_NAME = 15
 MAX_OF_PORT = 0xFFFFFF00  # OFPP_MAX
 DEFAULT_STATE_DIR = "/var/lib/hairpin/harmless"
-IFNAME = re.compile(r"^[A-Za-z0-9_.\-]{1,15}$")
-TRUNK_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,32}$")
+IFNAME = re.compile(r"[A-Za-z0-9_.\-]{1,15}")
+TRUNK_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,32}")
+# hairpind's port speeds are 32-bit Mb/s.
+MAX_SPEED_MBPS = 2**32 - 1
 
 Location = tuple[str | int, ...]
 
@@ -63,7 +65,7 @@ class AccessPortSpec(_Model):
     vlan: int | None = Field(default=None, ge=1, le=4094)
     of_port: int | None = Field(default=None, ge=1, le=MAX_OF_PORT)
     name: str | None = Field(default=None, min_length=1, max_length=MAX_PORT_NAME)
-    speed_mbps: int | None = Field(default=None, ge=1)
+    speed_mbps: int | None = Field(default=None, ge=1, le=MAX_SPEED_MBPS)
 
 
 def _port_entry(value: Any) -> Any:
@@ -84,14 +86,14 @@ class TrunkSpec(_Model):
     @field_validator("interface")
     @classmethod
     def _ifname(cls, value: str) -> str:
-        if not IFNAME.match(value):
+        if not IFNAME.fullmatch(value):
             raise ValueError(f"`{value}` is not a Linux interface name")
         return value
 
     @field_validator("name")
     @classmethod
     def _trunk_name(cls, value: str | None) -> str | None:
-        if value is not None and not TRUNK_NAME.match(value):
+        if value is not None and not TRUNK_NAME.fullmatch(value):
             raise ValueError(f"`{value}`: letters, digits, `_`, `.` and `-` only, at most 32")
         return value
 
@@ -293,9 +295,14 @@ def load(path: Path, environ: dict[str, str] | None = None) -> Deployment:
     environ = dict(os.environ) if environ is None else environ
     path = path.resolve() if path.exists() else path
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as e:
         raise ConfigError([f"{path}: cannot read: {e.strerror}"]) from e
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ConfigError([f"{path}:{line}: not UTF-8"]) from e
     try:
         root = YAML(typ="rt").load(text)
     except MarkedYAMLError as e:
@@ -445,12 +452,12 @@ def _number_ports(
             name = f"{device}:{access.port}"
         else:
             name = access.port
-        if len(name) > MAX_PORT_NAME:
+        if len(name.encode()) > MAX_PORT_NAME or not name.isprintable():
             problems.append(
                 locator.error(
                     loc,
-                    f"OpenFlow port name `{name}` is longer than {MAX_PORT_NAME} characters; "
-                    "give the port a `name`",
+                    f"OpenFlow port name {name!r} is not {MAX_PORT_NAME} bytes or fewer "
+                    "without control characters; give the port a `name`",
                 )
             )
         elif name in names:

@@ -29,6 +29,7 @@ from nornir.core.task import Result, Task
 from nornir.plugins.inventory.simple import SimpleInventory
 from nornir.plugins.runners import ThreadedRunner
 from nornir_napalm.plugins.connections import CONNECTION_NAME, Napalm
+from ruamel.yaml.error import YAMLError
 
 from hairpin.harmless.config import ConfigError, Deployment, inventory_paths
 
@@ -69,8 +70,12 @@ def build_inventory(deployment: Deployment) -> Inventory:
         files = {key: str(path) for key, path in inventory_paths(deployment)}
         try:
             loaded = SimpleInventory(**files).load()
-        except (OSError, ValueError) as e:
-            raise ConfigError([f"{deployment.path}: inventory: {e}"]) from e
+        except (OSError, ValueError, YAMLError, AttributeError, TypeError) as e:
+            # A file that is not YAML, or YAML of the wrong shape (a list of hosts, a host
+            # that is a number): Nornir's loader raises whatever its code meets.
+            mark = getattr(e, "problem_mark", None)
+            where = f"{mark.name}:{mark.line + 1}" if mark is not None else files["host_file"]
+            raise ConfigError([f"{where}: inventory of {deployment.path}: {e}"]) from e
         missing = [name for name in spec.devices if name not in loaded.hosts]
         if missing:
             raise ConfigError(

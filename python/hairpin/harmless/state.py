@@ -142,6 +142,11 @@ class StateDir:
             return DeploymentState.from_json(self.state_file.read_text())
         except FileNotFoundError:
             return None
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            # Not JSON, or JSON not of the shape this tool writes (edited by hand, a disk
+            # that lost the end of it): say so instead of failing with a traceback.
+            problem = f"{self.state_file}: corrupt state ({e!r}); restore or remove it"
+            raise StateError(problem) from e
 
     def save(self, state: DeploymentState) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
