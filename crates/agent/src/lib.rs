@@ -65,13 +65,6 @@ impl Default for AgentConfig {
     }
 }
 
-impl Shared {
-    /// Whether a subscriber wants messages of `kind`.
-    fn wants(&self, kind: EventKind) -> bool {
-        self.subscribed.load(Ordering::Relaxed) & kind.bit() != 0
-    }
-}
-
 pub(crate) struct Shared {
     state: Mutex<SwitchState>,
     /// Every open connection, for the senders of asynchronous messages.
@@ -88,6 +81,13 @@ pub(crate) struct Shared {
     /// fail modes look at these, not at passive clients such as ovs-ofctl.
     controllers: AtomicUsize,
     config: AgentConfig,
+}
+
+impl Shared {
+    /// Whether a subscriber wants messages of `kind`.
+    fn wants(&self, kind: EventKind) -> bool {
+        self.subscribed.load(Ordering::Relaxed) & kind.bit() != 0
+    }
 }
 
 impl Shared {
