@@ -786,19 +786,7 @@ fn entries_too_long_for_a_stats_reply_are_refused() {
     longest.instructions = queues(fits);
     sw.flow_mod(longest, 0).unwrap();
     let mut replies = Vec::new();
-    let body = sw
-        .multipart(
-            &MultipartRequestBody::Flow(FlowStatsRequest {
-                table_id: ofp::OFPTT_ALL,
-                out_port: OFPP_ANY,
-                out_group: OFPG_ANY,
-                cookie: 0,
-                cookie_mask: 0,
-                match_: Match::default(),
-            }),
-            0,
-        )
-        .unwrap();
+    let body = MultipartReplyBody::Flow(flows(&sw));
     ofp::encode_multipart_reply_split(7, &body, &mut replies);
     for reply in &replies {
         let declared = usize::from(u16::from_be_bytes([reply[2], reply[3]]));
