@@ -164,14 +164,13 @@ impl BufferPool {
     /// Takes the buffered packet, handing its ingress port and bytes to `f` without copying
     /// them out of the pool.
     pub fn take_with<R>(&self, id: u32, f: impl FnOnce(u32, &[u8]) -> R) -> Result<R, BufferError> {
-        let (slot_no, generation) = decode(id).ok_or(BufferError::Unknown)?;
         let mut inner = self.lock();
+        let slot_no = inner.holding(id)?;
         let slot = inner
             .slots
             .get_mut(usize::from(slot_no))
-            .filter(|s| s.generation == generation)
             .ok_or(BufferError::Unknown)?;
-        slot.stored_at.take().ok_or(BufferError::Empty)?;
+        slot.stored_at = None;
         let result = f(slot.in_port, slot.data.get(..slot.len).unwrap_or_default());
         inner.free.push(slot_no);
         inner.stats.taken += 1;
@@ -180,14 +179,7 @@ impl BufferPool {
 
     /// Whether `id` could be taken now.
     pub fn check(&self, id: u32) -> Result<(), BufferError> {
-        let (slot_no, generation) = decode(id).ok_or(BufferError::Unknown)?;
-        let inner = self.lock();
-        let slot = inner
-            .slots
-            .get(usize::from(slot_no))
-            .filter(|s| s.generation == generation)
-            .ok_or(BufferError::Unknown)?;
-        slot.stored_at.map(|_| ()).ok_or(BufferError::Empty)
+        self.lock().holding(id).map(|_| ())
     }
 
     /// Takes the buffered packet's ingress port and a copy of its bytes (control path).
@@ -208,6 +200,18 @@ impl BufferPool {
 }
 
 impl Inner {
+    /// The slot holding buffer `id`'s packet: unknown if the id was never issued or its slot
+    /// was reused since, empty if it was taken.
+    fn holding(&self, id: u32) -> Result<u16, BufferError> {
+        let (slot_no, generation) = decode(id).ok_or(BufferError::Unknown)?;
+        let slot = self
+            .slots
+            .get(usize::from(slot_no))
+            .filter(|s| s.generation == generation)
+            .ok_or(BufferError::Unknown)?;
+        slot.stored_at.map(|_| slot_no).ok_or(BufferError::Empty)
+    }
+
     /// The store-order queue's bound: twice the slots, so a purge (which leaves at most one
     /// entry per occupied slot) happens at most once per `slots` stores.
     fn order_limit(&self) -> usize {
