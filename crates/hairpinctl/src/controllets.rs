@@ -103,6 +103,16 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
             } = start.as_ref();
             let mut spec = Map::new();
             spec.insert("name".into(), json!(name));
+            let optional = [
+                ("cpu", cpu.map(|c| json!(c))),
+                ("memory", memory.as_ref().map(|m| json!(m))),
+                ("pids", pids.map(|p| json!(p))),
+                ("network", network.as_ref().map(|n| json!(n))),
+                ("channel", channel.as_ref().map(|c| json!(c))),
+                ("isolation", isolation.as_ref().map(|i| json!(i))),
+                ("user", user.as_ref().map(|u| json!(u))),
+                ("directory", directory.as_ref().map(|d| json!(d))),
+            ];
             if let Some(program) = program {
                 spec.insert("program".into(), json!(program));
                 spec.insert("args".into(), json!(args));
@@ -118,16 +128,6 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 spec.insert("run_without".into(), json!(run_without));
                 spec.insert("allow_syscalls".into(), json!(allow_syscalls));
                 spec.insert("may_be_master".into(), json!(may_be_master));
-                let optional = [
-                    ("cpu", cpu.map(|c| json!(c))),
-                    ("memory", memory.as_ref().map(|m| json!(m))),
-                    ("pids", pids.map(|p| json!(p))),
-                    ("network", network.as_ref().map(|n| json!(n))),
-                    ("channel", channel.as_ref().map(|c| json!(c))),
-                    ("isolation", isolation.as_ref().map(|i| json!(i))),
-                    ("user", user.as_ref().map(|u| json!(u))),
-                    ("directory", directory.as_ref().map(|d| json!(d))),
-                ];
                 for (key, value) in optional {
                     if let Some(value) = value {
                         spec.insert(key.into(), value);
@@ -139,14 +139,7 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 || !run_without.is_empty()
                 || !allow_syscalls.is_empty()
                 || *may_be_master
-                || cpu.is_some()
-                || memory.is_some()
-                || pids.is_some()
-                || network.is_some()
-                || channel.is_some()
-                || isolation.is_some()
-                || user.is_some()
-                || directory.is_some()
+                || optional.iter().any(|(_, value)| value.is_some())
             {
                 return Err(CtlError::Usage(
                     "a declared controllet starts by name alone; give PROGRAM to declare a new one"
