@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -135,6 +137,82 @@ def test_missing_confinement_is_refused_by_name_unless_accepted() -> None:
             logs = switch.ctl("controllet", "logs", "late")
             assert logs.count("hairpind: started") == 2, logs
             assert "runs without sandbox" in logs, logs
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it."""
+    tree = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        for child in children:
+            tree += process_tree(int(child))
+    return tree
+
+
+def cpus_allowed(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split()[1]
+    raise AssertionError(f"no Cpus_allowed_list for {pid}")
+
+
+@pytest.mark.usefixtures("root")
+def test_a_controllet_runs_on_its_cpus_and_a_sandboxed_one_cannot_leave_them() -> None:
+    allowed = sorted(os.sched_getaffinity(0))
+    assert len(allowed) >= 2, f"this test needs two CPUs to tell placements apart: {allowed}"
+    home, other = allowed[-1], allowed[0]
+    # It tries to move itself to another CPU, then sleeps where it ended up.
+    escape = f"taskset -p -c {other} $$ || echo stayed; exec sleep 600"
+    shell = {"program": "/bin/sh", "args": ["-c", escape], "cpu_affinity": str(home)}
+    controllets = [
+        {"name": "boxed", "network": "host"} | shell,
+        {"name": "bare", "isolation": "none"} | shell,
+    ]
+    with (
+        shared_tempdir("hp-infep-") as work,
+        star(unique_prefix(), 1) as topo,
+        hairpind(topo.switch, work, topo.ports, controllets) as switch,
+    ):
+        boxed = switch.wait_running("boxed")
+        assert "cpuset" in boxed["confined"], boxed
+        assert boxed["cpu_affinity"] == str(home), boxed
+        assert wait_until(lambda: "stayed" in "".join(switch.logs("boxed")), 10)
+        tree = process_tree(int(boxed["pid"]))  # type: ignore[call-overload]
+        assert len(tree) >= 2, tree  # bubblewrap and the program under it
+        assert {cpus_allowed(pid) for pid in tree} == {str(home)}, tree
+
+        # Without a sandbox the placement is where it starts, not a confinement.
+        bare = switch.wait_running("bare")
+        assert "cpuset" not in bare["confined"], bare
+        assert wait_until(lambda: "sleep" in Path(f"/proc/{bare['pid']}/comm").read_text(), 10)
+        assert f"current affinity list: {home}" in "".join(switch.logs("bare"))
+        assert cpus_allowed(int(bare["pid"])) == str(other)  # type: ignore[call-overload]
+
+        # A CPU hairpind may not use is refused, with the field.
+        binary = switch.bin_dir / "hairpinctl"
+        outside = allowed[-1] + 1
+        refused = subprocess.run(
+            [
+                str(binary),
+                "--control",
+                str(switch.control),
+                "controllet",
+                "start",
+                "far",
+                "/bin/sleep",
+                f"--cpu-affinity={outside}",
+                "--",
+                "600",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert refused.returncode != 0, refused.stdout
+        assert f"`cpu_affinity`: CPU {outside} is not one hairpind" in refused.stderr, (
+            refused.stderr
+        )
+        switch.assert_alive()
 
 
 def udp_gap(sent: list[dict[str, int | None]], cut_ns: int) -> tuple[int, float]:

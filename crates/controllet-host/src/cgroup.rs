@@ -1,8 +1,9 @@
-//! Resource limits through cgroups: CPU time (quota per period), memory and process count.
+//! Resource limits through cgroups: CPU time (quota per period), memory, process count, and
+//! the CPUs a controllet may run on (cpuset).
 //!
 //! Each controller is taken from cgroup v2 where the daemon's v2 cgroup offers it
 //! (`cgroup.controllers`), else from its v1 hierarchy (`<root>/cpu`, `<root>/memory`,
-//! `<root>/pids`), so a hybrid host (v1 mounted with an empty v2 hierarchy, as on Debian 12
+//! `<root>/pids`, `<root>/cpuset`), so a hybrid host (v1 mounted with an empty v2 hierarchy, as on Debian 12
 //! hosts booted that way) works as well as a pure v2 one. A controller found in neither is
 //! reported missing with the reason, and the caller decides (see `Piece`).
 //!
@@ -18,6 +19,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use cpus::CpuList;
 use serde::Serialize;
 
 /// CFS period the CPU quota is expressed in, in microseconds.
@@ -29,16 +31,23 @@ pub enum Controller {
     Cpu,
     Memory,
     Pids,
+    Cpuset,
 }
 
 impl Controller {
-    pub const ALL: [Controller; 3] = [Controller::Cpu, Controller::Memory, Controller::Pids];
+    pub const ALL: [Controller; 4] = [
+        Controller::Cpu,
+        Controller::Memory,
+        Controller::Pids,
+        Controller::Cpuset,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Controller::Cpu => "cpu",
             Controller::Memory => "memory",
             Controller::Pids => "pids",
+            Controller::Cpuset => "cpuset",
         }
     }
 }
@@ -66,6 +75,7 @@ pub struct Probe {
     pub cpu: Result<Place, String>,
     pub memory: Result<Place, String>,
     pub pids: Result<Place, String>,
+    pub cpuset: Result<Place, String>,
 }
 
 impl Probe {
@@ -122,6 +132,7 @@ impl Probe {
             cpu: place(Controller::Cpu),
             memory: place(Controller::Memory),
             pids: place(Controller::Pids),
+            cpuset: place(Controller::Cpuset),
         }
     }
 
@@ -130,6 +141,7 @@ impl Probe {
             Controller::Cpu => &self.cpu,
             Controller::Memory => &self.memory,
             Controller::Pids => &self.pids,
+            Controller::Cpuset => &self.cpuset,
         }
     }
 }
@@ -139,11 +151,13 @@ fn relative(path: &str) -> PathBuf {
 }
 
 /// The limits one controllet gets; `None` leaves a controller out.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Limits {
     pub cpus: Option<f64>,
     pub memory: Option<u64>,
     pub pids: Option<u64>,
+    /// The CPUs it may run on.
+    pub cpuset: Option<CpuList>,
     /// The CPU weight of all of the daemon's controllets together against the daemon's own
     /// threads, in cgroup v2 units (the daemon's threads weigh 100; v1 shares are 10.24 times
     /// as much).
@@ -187,13 +201,14 @@ fn write(path: &Path, value: &str) -> io::Result<()> {
 impl Cgroup {
     /// Creates `<own>/<group>/<name>` in every hierarchy that has one of the controllers
     /// `limits` asks for, and writes the limits.
-    pub fn create(probe: &Probe, group: &str, name: &str, limits: Limits) -> io::Result<Cgroup> {
+    pub fn create(probe: &Probe, group: &str, name: &str, limits: &Limits) -> io::Result<Cgroup> {
         let mut parts: Vec<Part> = Vec::new();
         for c in Controller::ALL {
             let wanted = match c {
                 Controller::Cpu => limits.cpus.is_some(),
                 Controller::Memory => limits.memory.is_some(),
                 Controller::Pids => limits.pids.is_some(),
+                Controller::Cpuset => limits.cpuset.is_some(),
             };
             let Ok(place) = probe.place(c) else { continue };
             if !wanted {
@@ -239,6 +254,11 @@ impl Cgroup {
                     write(&group_dir.join("cpu.shares"), &shares.to_string())?;
                 }
             }
+            if part.controllers.contains(&Controller::Cpuset) && !part.v2 {
+                // A new v1 cpuset has no CPUs and no memory nodes: the daemon's group takes its
+                // parent's, so that the controllet's own below can name some of them.
+                inherit_cpuset(&group_dir)?;
+            }
             match fs::create_dir(&part.dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -261,7 +281,7 @@ impl Cgroup {
         Ok(cgroup)
     }
 
-    fn set_limits(&self, limits: Limits) -> io::Result<()> {
+    fn set_limits(&self, limits: &Limits) -> io::Result<()> {
         for part in &self.parts {
             for c in &part.controllers {
                 let d = &part.dir;
@@ -297,6 +317,18 @@ impl Cgroup {
                             &d.join("pids.max"),
                             &limits.pids.unwrap_or(u64::MAX).to_string(),
                         )?;
+                    }
+                    (Controller::Cpuset, v2) => {
+                        if let Some(list) = &limits.cpuset {
+                            if !v2 {
+                                let group = d.parent().unwrap_or(d);
+                                write(
+                                    &d.join("cpuset.mems"),
+                                    &read_trimmed(group, "cpuset.mems")?,
+                                )?;
+                            }
+                            write(&d.join("cpuset.cpus"), &list.to_string())?;
+                        }
                     }
                 }
             }
@@ -377,11 +409,30 @@ impl Cgroup {
                         u.forks_refused = keyed(&read("pids.events"), "max");
                         u.processes = read("pids.current").trim().parse().unwrap_or(0);
                     }
+                    Controller::Cpuset => {}
                 }
             }
         }
         u
     }
+}
+
+fn read_trimmed(dir: &Path, file: &str) -> io::Result<String> {
+    let path = dir.join(file);
+    fs::read_to_string(&path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+/// Gives a v1 cpuset directory its parent's CPUs and memory nodes where it has none yet.
+fn inherit_cpuset(dir: &Path) -> io::Result<()> {
+    let parent = dir.parent().unwrap_or(dir);
+    for file in ["cpuset.cpus", "cpuset.mems"] {
+        if read_trimmed(dir, file)?.is_empty() {
+            write(&dir.join(file), &read_trimmed(parent, file)?)?;
+        }
+    }
+    Ok(())
 }
 
 /// The value after `key` in a `key value` per line file.
@@ -550,17 +601,22 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
         // A v1 tree as plain files: the kernel would make the files of a new directory.
-        for c in ["cpu", "memory", "pids"] {
+        for c in ["cpu", "memory", "pids", "cpuset"] {
             touch(&r.join(c).join("cgroup.procs"), "");
         }
-        let probe = Probe::of(r, "3:cpu:/\n2:memory:/\n1:pids:/\n");
+        touch(&r.join("cpuset/cpuset.cpus"), "0-3\n");
+        touch(&r.join("cpuset/cpuset.mems"), "0\n");
+        touch(&r.join("cpuset/hairpind-1/cpuset.cpus"), "\n");
+        touch(&r.join("cpuset/hairpind-1/cpuset.mems"), "\n");
+        let probe = Probe::of(r, "4:cpuset:/\n3:cpu:/\n2:memory:/\n1:pids:/\n");
         let limits = Limits {
             cpus: Some(0.25),
             memory: Some(64 << 20),
             pids: Some(32),
+            cpuset: Some(CpuList::parse("1,3").unwrap()),
             group_weight: 12,
         };
-        let cg = Cgroup::create(&probe, "hairpind-1", "lsw", limits).unwrap();
+        let cg = Cgroup::create(&probe, "hairpind-1", "lsw", &limits).unwrap();
         let read = |p: &str| fs::read_to_string(r.join(p)).unwrap();
         assert_eq!(read("cpu/hairpind-1/lsw/cpu.cfs_quota_us"), "25000");
         assert_eq!(read("cpu/hairpind-1/lsw/cpu.cfs_period_us"), "100000");
@@ -570,22 +626,26 @@ mod tests {
         );
         assert_eq!(read("pids/hairpind-1/lsw/pids.max"), "32");
         assert_eq!(read("cpu/hairpind-1/cpu.shares"), "122");
-        assert_eq!(cg.controllers().count(), 3);
-        assert_eq!(cg.procs_fds().len(), 3);
+        // The daemon's cpuset takes its parent's CPUs and nodes; the controllet's its own CPUs.
+        assert_eq!(read("cpuset/hairpind-1/cpuset.cpus"), "0-3");
+        assert_eq!(read("cpuset/hairpind-1/cpuset.mems"), "0");
+        assert_eq!(read("cpuset/hairpind-1/lsw/cpuset.mems"), "0");
+        assert_eq!(read("cpuset/hairpind-1/lsw/cpuset.cpus"), "1,3");
+        assert_eq!(cg.controllers().count(), 4);
+        assert_eq!(cg.procs_fds().len(), 4);
         std::mem::forget(cg); // a plain directory with files cannot be rmdir'ed like a cgroup
 
         let root = tempfile::tempdir().unwrap();
         let r = root.path();
-        touch(&r.join("cgroup.controllers"), "cpu memory pids\n");
+        touch(&r.join("cgroup.controllers"), "cpu memory pids cpuset\n");
         let probe = Probe::of(r, "0::/\n");
-        let cg = Cgroup::create(&probe, "hairpind-1", "lsw", limits).unwrap();
+        let cg = Cgroup::create(&probe, "hairpind-1", "lsw", &limits).unwrap();
         assert_eq!(read_at(r, "hairpind-1/lsw/cpu.max"), "25000 100000");
         assert_eq!(read_at(r, "hairpind-1/lsw/memory.max"), "67108864");
-        assert_eq!(
-            read_at(r, "hairpind-1/cgroup.subtree_control"),
-            "+cpu +memory +pids"
-        );
-        assert_eq!(read_at(r, "cgroup.subtree_control"), "+cpu +memory +pids");
+        assert_eq!(read_at(r, "hairpind-1/lsw/cpuset.cpus"), "1,3");
+        let enabled = "+cpu +memory +pids +cpuset";
+        assert_eq!(read_at(r, "hairpind-1/cgroup.subtree_control"), enabled);
+        assert_eq!(read_at(r, "cgroup.subtree_control"), enabled);
         assert_eq!(read_at(r, "hairpind-1/cpu.weight"), "12");
         std::mem::forget(cg);
     }
@@ -626,13 +686,14 @@ mod tests {
             cpus: None,
             memory: None,
             pids: Some(8),
+            cpuset: None,
             group_weight: 12,
         };
         // A daemon that is gone (its pid reaped), with a controllet still running in its cgroup.
         let mut gone = Command::new("true").spawn().unwrap();
         gone.wait().unwrap();
         let stale = format!("hairpind-{}", gone.id());
-        let cg = Cgroup::create(&probe, &stale, "lsw", limits).unwrap();
+        let cg = Cgroup::create(&probe, &stale, "lsw", &limits).unwrap();
         let fds = cg.procs_fds();
         // SAFETY: the closure only writes the pid into the open `cgroup.procs` files.
         let mut orphan = unsafe {
@@ -652,8 +713,8 @@ mod tests {
         let live_group = format!("hairpind-{}", live.id());
         let own_group = format!("hairpind-{}", std::process::id());
         let kept = [
-            Cgroup::create(&probe, &live_group, "lsw", limits).unwrap(),
-            Cgroup::create(&probe, &own_group, "lsw", limits).unwrap(),
+            Cgroup::create(&probe, &live_group, "lsw", &limits).unwrap(),
+            Cgroup::create(&probe, &own_group, "lsw", &limits).unwrap(),
         ];
 
         let swept = sweep_stale(&probe, &own_group);

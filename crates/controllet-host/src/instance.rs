@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use agent::Mastership;
 use controllet::env::{BusAccess, Channel, Environment};
+use cpus::CpuSet;
 use serde_json::{json, Value};
 use tokio::task::AbortHandle;
 
@@ -174,20 +175,25 @@ impl Instance {
         }
 
         // Its cgroup.
+        let affinity = spec.cpu_affinity.as_ref().map(|a| &a.0);
         let limits = Limits {
             cpus: confinement.has(Piece::Cpu).then_some(spec.cpu.0),
             memory: confinement.has(Piece::Memory).then_some(spec.memory.0),
             pids: confinement.has(Piece::Pids).then_some(spec.pids),
+            cpuset: affinity.filter(|_| confinement.has(Piece::Cpuset)).cloned(),
             group_weight: inner.host.cpu_weight,
         };
-        let unlimited = limits.cpus.is_none() && limits.memory.is_none() && limits.pids.is_none();
+        let unlimited = limits.cpus.is_none()
+            && limits.memory.is_none()
+            && limits.pids.is_none()
+            && limits.cpuset.is_none();
         let cgroup = if unlimited {
             None
         } else {
-            match Cgroup::create(&inner.probe, &inner.group, &name, limits) {
+            match Cgroup::create(&inner.probe, &inner.group, &name, &limits) {
                 Ok(cgroup) => Some(cgroup),
                 Err(e) => {
-                    for piece in [Piece::Cpu, Piece::Memory, Piece::Pids] {
+                    for piece in [Piece::Cpu, Piece::Memory, Piece::Pids, Piece::Cpuset] {
                         if confinement.has(piece) {
                             confinement.held.retain(|p| *p != piece);
                             confinement
@@ -264,6 +270,7 @@ impl Instance {
                 .unwrap_or_default(),
             netns_fd: resources.netns.as_ref().map(PrivateNet::fd),
             inherit_fds: seccomp_fds,
+            affinity: affinity.map(CpuSet::of),
         };
         let instance = Arc::new(Instance {
             spec,
@@ -318,6 +325,7 @@ impl Instance {
             "channel": self.channel.to_string(),
             "directory": self.directory,
             "program": self.spec.program,
+            "cpu_affinity": self.spec.cpu_affinity,
         })
     }
 }
@@ -400,7 +408,11 @@ fn confine(inner: &Inner, spec: &ControlletSpec) -> Confinement {
             (Piece::Cpu, Controller::Cpu),
             (Piece::Memory, Controller::Memory),
             (Piece::Pids, Controller::Pids),
+            (Piece::Cpuset, Controller::Cpuset),
         ] {
+            if p == Piece::Cpuset && spec.cpu_affinity.is_none() {
+                continue;
+            }
             piece(
                 p,
                 inner

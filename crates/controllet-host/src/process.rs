@@ -13,6 +13,7 @@ use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::process::Stdio;
 
+use cpus::CpuSet;
 use tokio::process::{Child, Command};
 
 /// The unprivileged user a controllet runs as.
@@ -76,6 +77,8 @@ pub struct Launch {
     /// Close-on-exec descriptors the program reads from the start (the sandbox's system-call
     /// filters): rewound and passed on.
     pub inherit_fds: Vec<RawFd>,
+    /// The CPUs it runs on (`cpu_affinity`), applied before the program starts.
+    pub affinity: Option<CpuSet>,
 }
 
 /// Starts the process with stdout and stderr piped; it is killed if the handle is dropped.
@@ -98,15 +101,19 @@ pub fn spawn(launch: &Launch) -> io::Result<Child> {
     let netns = launch.netns_fd;
     let inherit = launch.inherit_fds.clone();
     let user = launch.user;
+    let affinity = launch.affinity;
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe system calls (write, setns, prctl, setsid, setgroups, setgid,
-    // setuid, lseek, fcntl); it allocates nothing (the descriptor lists were cloned before the
-    // fork).
+    // setuid, sched_setaffinity, lseek, fcntl); it allocates nothing (the descriptor lists
+    // were cloned and the CPU set built before the fork).
     unsafe {
         command.pre_exec(move || {
             crate::cgroup::enter(&cgroup_fds)?;
             if let Some(fd) = netns {
                 crate::netns::enter(fd)?;
+            }
+            if let Some(set) = &affinity {
+                set.apply_to_this_process()?;
             }
             check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0))?;
             // A session of its own, so that the whole process group can be signalled.

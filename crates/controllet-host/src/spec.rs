@@ -8,7 +8,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use cpus::CpuList;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A controllet's name: `[a-z][a-z0-9_-]{0,31}`, not `switch` (see
 /// `controllet::subjects::valid_name`).
@@ -105,6 +106,25 @@ impl<'de> Deserialize<'de> for Cpus {
     }
 }
 
+/// The CPUs a controllet runs on, in the kernel's list syntax (`0`, `2-3`, `0,2`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuAffinity(pub CpuList);
+
+impl<'de> Deserialize<'de> for CpuAffinity {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        CpuList::parse(&text)
+            .map(CpuAffinity)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for CpuAffinity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
 /// A duration written as `250ms`, `2s` or `1m`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Period(#[serde(serialize_with = "millis")] pub Duration);
@@ -187,6 +207,8 @@ pub enum Piece {
     Memory,
     /// A process-count limit (cgroup pids).
     Pids,
+    /// Its `cpu_affinity` held by the cgroup cpuset, so that it cannot move itself elsewhere.
+    Cpuset,
     /// A network namespace of its own.
     Network,
     /// Bus credentials that confine what it publishes.
@@ -202,6 +224,7 @@ impl fmt::Display for Piece {
             Piece::Cpu => "cpu",
             Piece::Memory => "memory",
             Piece::Pids => "pids",
+            Piece::Cpuset => "cpuset",
             Piece::Network => "network",
             Piece::Bus => "bus",
             Piece::Seccomp => "seccomp",
@@ -279,6 +302,9 @@ pub struct ControlletSpec {
     pub memory: ByteSize,
     #[serde(default = "default_pids")]
     pub pids: u64,
+    /// The CPUs it runs on, for example a busy-polling datapath thread's (`datapath_cpus`),
+    /// so that its wake-up is local to that core. Default: wherever the scheduler puts it.
+    pub cpu_affinity: Option<CpuAffinity>,
     /// Confinements it may run without where this host lacks them.
     #[serde(default)]
     pub run_without: Vec<Piece>,
@@ -331,6 +357,18 @@ impl ControlletSpec {
         }
         if self.pids == 0 {
             return Err(("pids", "must be at least 1".into()));
+        }
+        if let Some(CpuAffinity(list)) = &self.cpu_affinity {
+            let allowed = cpus::allowed().unwrap_or_default();
+            if let Some(cpu) = list.first_outside(&allowed) {
+                return Err((
+                    "cpu_affinity",
+                    format!(
+                        "CPU {cpu} is not one hairpind may run on ({})",
+                        CpuList::from_cpus(&allowed)
+                    ),
+                ));
+            }
         }
         if let Some(call) = self
             .allow_syscalls
@@ -553,6 +591,11 @@ mod tests {
         assert_eq!(s.pids, 64);
         assert_eq!(s.user, "nobody");
         assert!(s.run_without.is_empty());
+        assert_eq!(s.cpu_affinity, None);
+        s.validate().unwrap();
+        let s =
+            spec("name = \"lsw\"\nprogram = \"/usr/bin/true\"\ncpu_affinity = \"0\"\n").unwrap();
+        assert_eq!(s.cpu_affinity, Some(CpuAffinity(CpuList::from_cpus(&[0]))));
         s.validate().unwrap();
     }
 
@@ -585,6 +628,16 @@ mod tests {
         let s =
             spec("name = \"a\"\nprogram = \"/x\"\nenv = { HAIRPIN_OPENFLOW = \"x\" }\n").unwrap();
         assert_eq!(s.validate().unwrap_err().0, "env");
+        let e = spec("name = \"a\"\nprogram = \"/x\"\ncpu_affinity = \"1-0\"\n").unwrap_err();
+        assert!(e.contains("backwards"), "{e}");
+        let outside = cpus::allowed().unwrap().last().unwrap() + 1;
+        let s = spec(&format!(
+            "name = \"a\"\nprogram = \"/x\"\ncpu_affinity = \"{outside}\"\n"
+        ))
+        .unwrap();
+        let (field, why) = s.validate().unwrap_err();
+        assert_eq!(field, "cpu_affinity");
+        assert!(why.contains(&format!("CPU {outside} ")), "{why}");
         let huge = "restart = { min = \"10000000000000000000s\", max = \"10000000000000000000s\" }";
         let s = spec(&format!("name = \"a\"\nprogram = \"/x\"\n{huge}\n")).unwrap();
         assert_eq!(s.validate().unwrap_err().0, "restart");

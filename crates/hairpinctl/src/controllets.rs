@@ -46,6 +46,9 @@ pub struct Start {
     /// Most processes at once (default 64).
     #[arg(long)]
     pids: Option<u64>,
+    /// The CPUs it runs on, as `taskset -c` takes them: 0, 2-3, 0,2.
+    #[arg(long = "cpu-affinity")]
+    cpu_affinity: Option<String>,
     /// `private` (own network namespace, the default) or `host`.
     #[arg(long)]
     network: Option<String>,
@@ -68,7 +71,7 @@ pub struct Start {
     #[arg(long = "env")]
     env: Vec<String>,
     /// A confinement it may run without where the host lacks it: sandbox, seccomp, cpu,
-    /// memory, pids, network, bus (repeatable).
+    /// memory, pids, cpuset, network, bus (repeatable).
     #[arg(long = "run-without")]
     run_without: Vec<String>,
     /// A system call the sandbox's filter refuses that it may make (repeatable).
@@ -90,6 +93,7 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 cpu,
                 memory,
                 pids,
+                cpu_affinity,
                 network,
                 channel,
                 isolation,
@@ -107,6 +111,7 @@ pub fn request(command: &ControlletCommand) -> Result<(&'static str, Value), Ctl
                 ("cpu", cpu.map(|c| json!(c))),
                 ("memory", memory.as_ref().map(|m| json!(m))),
                 ("pids", pids.map(|p| json!(p))),
+                ("cpu_affinity", cpu_affinity.as_ref().map(|c| json!(c))),
                 ("network", network.as_ref().map(|n| json!(n))),
                 ("channel", channel.as_ref().map(|c| json!(c))),
                 ("isolation", isolation.as_ref().map(|i| json!(i))),
@@ -259,6 +264,8 @@ mod tests {
             "0.25",
             "--memory",
             "64M",
+            "--cpu-affinity",
+            "0,2-3",
             "--env",
             "A=1",
             "--read-only",
@@ -277,6 +284,7 @@ mod tests {
         assert_eq!(params["program"], "/opt/lsw");
         assert_eq!(params["args"], json!(["--flows", "x"]));
         assert_eq!(params["cpu"], json!(0.25));
+        assert_eq!(params["cpu_affinity"], json!("0,2-3"));
         assert_eq!(params["env"], json!({"A": "1"}));
         assert_eq!(params["run_without"], json!(["pids"]));
         assert_eq!(params["allow_syscalls"], json!(["io_uring_setup"]));
@@ -291,6 +299,7 @@ mod tests {
             &["--may-be-master"],
             &["--user", "0"],
             &["--pids", "1"],
+            &["--cpu-affinity", "1"],
             &["--directory", "/x"],
             &["--read-only", "/z"],
             &["--run-without", "seccomp"],

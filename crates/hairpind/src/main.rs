@@ -161,7 +161,7 @@ fn run(
             .spawn(move || datapath::run(ctx))?;
         if let Some(cpus) = &settings.datapath_cpus {
             let cpu = cpus.for_thread(index);
-            datapath::cpus::pin(&thread, cpu).map_err(|e| {
+            cpus::pin(&thread, cpu).map_err(|e| {
                 std::io::Error::new(
                     e.kind(),
                     format!("pinning datapath thread {index} to CPU {cpu}: {e}"),

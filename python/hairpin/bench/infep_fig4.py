@@ -11,8 +11,9 @@ processing latency ``T_proc = (RTT - T_refl) / 2``. Variants:
 - ``rust-sandbox``: in bubblewrap with cgroup limits, sharing the host's network namespace;
 - ``rust-sandbox-busy``: the same beside a busy-polling datapath thread (``--busy-poll``);
 - ``rust-sandbox-colocated``: the same with the controllet on the polling thread's core
-  (``--datapath-cpus 0``, the controllet's processes pinned to CPU 0 once it runs): its
-  wake-up is then a local one, not an interrupt to an idle core;
+  (``--datapath-cpus 0`` and the controllet's ``cpu_affinity = "0"``): its wake-up is then a
+  local one, not an interrupt to an idle core, and the polling thread yields it the core;
+- ``rust-bare-colocated``: ``rust-bare`` placed the same way (what the sandbox costs there);
 - ``rust-sandbox-netns``: the same with a network namespace of its own (OpenFlow over TCP);
 - ``python-sandbox``: the Python SDK's learning switch, sandboxed like ``rust-sandbox``;
 - ``osken-remote``: os-ken's learning switch as a controller over TCP (on this machine, over
@@ -29,13 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from pathlib import Path
 
 from hairpin.testing.controllets import (
@@ -56,14 +56,15 @@ VARIANTS = [
     "rust-sandbox",
     "rust-sandbox-busy",
     "rust-sandbox-colocated",
+    "rust-bare-colocated",
     "rust-sandbox-netns",
     "python-sandbox",
     "osken-remote",
 ]
 # Variants whose datapath thread never sleeps (`hairpind --busy-poll`, a core of its own).
-BUSY_POLL = {"rust-sandbox-busy", "rust-sandbox-colocated"}
+BUSY_POLL = {"rust-sandbox-busy", "rust-sandbox-colocated", "rust-bare-colocated"}
 # Variants whose controllet shares the datapath thread's core.
-COLOCATED = {"rust-sandbox-colocated"}
+COLOCATED = {"rust-sandbox-colocated", "rust-bare-colocated"}
 COLOCATED_CPU = 0
 # Switch events stay off the bus here: the bus's own cost is measured by infep_bus.
 BUS = {"events": ["port_status", "flow_removed"]}
@@ -77,7 +78,10 @@ def controllet(variant: str) -> dict[str, object] | None:
         "rust-bare": rust_fields | {"isolation": "none"},
         "rust-sandbox": rust_fields | {"network": "host"},
         "rust-sandbox-busy": rust_fields | {"network": "host"},
-        "rust-sandbox-colocated": rust_fields | {"network": "host"},
+        "rust-sandbox-colocated": rust_fields
+        | {"network": "host", "cpu_affinity": str(COLOCATED_CPU)},
+        "rust-bare-colocated": rust_fields
+        | {"isolation": "none", "cpu_affinity": str(COLOCATED_CPU)},
         "rust-sandbox-netns": rust_fields | {"network": "private", "channel": "tcp"},
         "python-sandbox": python | {"network": "host"},
     }
@@ -91,24 +95,6 @@ def datapath_args(variant: str) -> list[str]:
     if variant in COLOCATED:
         args += ["--datapath-cpus", str(COLOCATED_CPU)]
     return args
-
-
-def pin_tree(pid: int, cpu: int) -> None:
-    """Pins every thread of `pid` and of its descendants to `cpu`."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    todo = [pid]
-    while todo:
-        process = todo.pop()
-        todo += children.get(process, [])
-        for task in Path(f"/proc/{process}/task").glob("[0-9]*"):
-            with suppress(OSError):  # the thread ended meanwhile
-                os.sched_setaffinity(int(task.name), {cpu})
 
 
 def t_proc_us(sent: Sequence[dict[str, int]], reflected: dict[int, dict[str, int]]) -> list[float]:
@@ -152,9 +138,7 @@ def run_variant(
             )
         )
         if declared:
-            running = switch.wait_running("lsw")
-            if variant in COLOCATED:
-                pin_tree(int(str(running["pid"])), COLOCATED_CPU)
+            switch.wait_running("lsw")
         assert wait_until(lambda: any("CONTROLLER" in f for f in switch.flows()), 30), switch.log()
         # Learn both addresses before timing.
         assert h0.ns.ping(h1.address, count=2), switch.flows()

@@ -17,7 +17,7 @@ use agent::tls::TlsFiles;
 use clap::Parser;
 use serde::Deserialize;
 
-use crate::datapath::cpus::CpuList;
+use cpus::CpuList;
 use ports::{check_ifname, check_legacy, check_trunk_name, parse_trunk_flag, PortValue};
 pub use ports::{Interface, LegacyPort, PortBinding, PortIo, TrunkVlan};
 
@@ -679,7 +679,7 @@ impl Settings {
             ));
         }
         if let Some(cpus) = &self.datapath_cpus {
-            let allowed = crate::datapath::cpus::allowed()
+            let allowed = cpus::allowed()
                 .map_err(|e| flag_error("datapath_cpus", format!("this process's CPUs: {e}")))?;
             if let Some(cpu) = cpus.first_outside(&allowed) {
                 return Err(origins.error(
@@ -1007,7 +1007,7 @@ mod tests {
 
     #[test]
     fn datapath_cpus_come_from_file_or_flag_and_must_be_this_process_s() {
-        let first = crate::datapath::cpus::allowed().unwrap()[0];
+        let first = cpus::allowed().unwrap()[0];
         let s = settings_from(&format!("datapath_cpus = \"{first}\"\n"), &[]).unwrap();
         assert_eq!(s.datapath_cpus.unwrap().for_thread(0), first);
         let s = settings_from("", &["--datapath-cpus", &first.to_string()]).unwrap();

@@ -6,10 +6,11 @@
 //! [`doorbell`] wakes it at once when the agent hands it work. With `--busy-poll` it never
 //! sleeps: a packet then finds the thread running with warm caches, which saves the wake-up
 //! (most of an InSP answer's time in the switch on a busy machine, docs/bench/insp.md) at
-//! the price of a core.
+//! the price of a core. A polling thread that found nothing yields its core, so that a
+//! process placed beside it (a controllet with `cpu_affinity` on the thread's CPU) runs as
+//! soon as it is woken, and the thread polls only while nothing else there wants to run.
 //!
 //! - [`ports`]: the thread's sockets by OpenFlow port number;
-//! - [`cpus`]: the CPUs the threads are pinned to (`datapath_cpus`);
 //! - [`sink`]: where the pipeline's outputs and packet-ins go;
 //! - [`packet_out`]: the agent's queue of packet-outs;
 //! - [`timers`]: the InSP timer triggers' schedule;
@@ -17,7 +18,6 @@
 //! - [`hardware`]: the `model` offload backend's hardware stage before the pipeline;
 //! - [`stats`]: the thread's busy and idle rounds, for operators.
 
-pub mod cpus;
 pub mod doorbell;
 pub mod hardware;
 pub mod packet_out;
@@ -131,6 +131,9 @@ pub fn run(mut ctx: ThreadContext) {
                 let until_due = ctx.timers.next_due().saturating_sub(now);
                 tally.slept();
                 pollfds.wait(until_due.min(IDLE_POLL_NS));
+            } else if ctx.busy_poll {
+                // SAFETY: sched_yield(2) takes no arguments and has no preconditions.
+                unsafe { libc::sched_yield() };
             }
         } else {
             idle_rounds = 0;

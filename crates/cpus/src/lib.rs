@@ -1,9 +1,10 @@
-//! Pinning datapath threads to CPUs (`datapath_cpus`), as Open vSwitch's `pmd-cpu-mask` pins
-//! its polling threads: a busy-polling thread wants a core of its own, and the scheduler
-//! moving a datapath thread between cores costs it its caches.
+//! CPU lists and placement: the kernel's list syntax (`taskset -c`, `cpuset.cpus`: `1`, `2-3`,
+//! `0,2-3`), the CPUs this process may use, and pinning a thread or the calling process.
 //!
-//! The list is the kernel's CPU list syntax (`taskset -c`, `cpuset.cpus`): `1`, `2-3`,
-//! `0,2-3`. Thread `i` runs on the list's `i`th CPU (modulo its length), one CPU each.
+//! hairpind pins its datapath threads with it (`datapath_cpus`, as Open vSwitch's
+//! `pmd-cpu-mask` pins its polling threads: a busy-polling thread wants a core of its own, and
+//! the scheduler moving a datapath thread between cores costs it its caches), and places
+//! controllets (`cpu_affinity`), for example on a polling thread's core.
 
 use std::fmt;
 use std::io;
@@ -60,7 +61,7 @@ impl CpuList {
         CpuList(cpus.to_vec())
     }
 
-    /// The CPU of datapath thread `index`.
+    /// The CPU of the `index`th of several threads spread over the list, one CPU each.
     pub fn for_thread(&self, index: usize) -> usize {
         self.0
             .get(index % self.0.len().max(1))
@@ -89,10 +90,14 @@ pub fn allowed() -> io::Result<Vec<usize>> {
     if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(members(&set))
+}
+
+fn members(set: &libc::cpu_set_t) -> Vec<usize> {
     // SAFETY: CPU_ISSET reads the set for a CPU below its size.
-    Ok((0..MAX_CPUS)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect())
+    (0..MAX_CPUS)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, set) })
+        .collect()
 }
 
 /// Runs `thread` on `cpu` alone.
@@ -110,6 +115,39 @@ pub fn pin<T>(thread: &JoinHandle<T>, cpu: usize) -> io::Result<()> {
         return Err(io::Error::from_raw_os_error(rc));
     }
     Ok(())
+}
+
+/// A list as the kernel takes it, built ahead so that a child between fork and exec can
+/// apply it without allocating.
+#[derive(Clone, Copy)]
+pub struct CpuSet(libc::cpu_set_t);
+
+impl CpuSet {
+    pub fn of(list: &CpuList) -> CpuSet {
+        // SAFETY: an all-zero cpu_set_t is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &cpu in &list.0 {
+            // SAFETY: `cpu` is below CPU_SETSIZE (CpuList::parse refuses others).
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+        }
+        CpuSet(set)
+    }
+
+    /// Restricts the calling process (and what it starts later) to the set. Only
+    /// sched_setaffinity(2): safe between fork and exec.
+    pub fn apply_to_this_process(&self) -> io::Result<()> {
+        // SAFETY: `self.0` is a valid cpu_set_t of the size given; pid 0 is the caller.
+        if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&self.0), &self.0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for CpuSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("CpuSet").field(&members(&self.0)).finish()
+    }
 }
 
 #[cfg(test)]
@@ -160,5 +198,22 @@ mod tests {
         pin(&thread, cpu).unwrap();
         tx.send(()).unwrap();
         assert_eq!(thread.join().unwrap(), [cpu]);
+    }
+
+    #[test]
+    fn a_child_applies_its_set_before_it_runs_anything() {
+        use std::os::unix::process::CommandExt;
+        let cpu = *allowed().unwrap().last().unwrap();
+        let set = CpuSet::of(&CpuList::from_cpus(&[cpu]));
+        let mut command = std::process::Command::new("grep");
+        command.args(["^Cpus_allowed_list", "/proc/self/status"]);
+        // SAFETY: the closure only calls sched_setaffinity(2), which is async-signal-safe.
+        unsafe { command.pre_exec(move || set.apply_to_this_process()) };
+        let out = command.output().unwrap();
+        let line = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(
+            line.split_whitespace().last(),
+            Some(cpu.to_string().as_str())
+        );
     }
 }
