@@ -180,12 +180,20 @@ def test_a_controllet_runs_on_its_cpus_and_a_sandboxed_one_cannot_leave_them() -
         tree = process_tree(int(boxed["pid"]))  # type: ignore[call-overload]
         assert len(tree) >= 2, tree  # bubblewrap and the program under it
         assert {cpus_allowed(pid) for pid in tree} == {str(home)}, tree
+        # What holds it there: its cpuset (cgroup v1's hierarchy, else the unified one).
+        cpuset = Path(f"/proc/{tree[-1]}/cpuset").read_text().strip()
+        assert cpuset.endswith("/boxed"), cpuset
+        v1 = Path("/sys/fs/cgroup/cpuset")
+        hierarchy = v1 if v1.is_dir() else Path("/sys/fs/cgroup")
+        held = (hierarchy / cpuset.lstrip("/") / "cpuset.cpus").read_text()
+        assert held.strip() == str(home), held
 
         # Without a sandbox the placement is where it starts, not a confinement.
         bare = switch.wait_running("bare")
         assert "cpuset" not in bare["confined"], bare
         assert wait_until(lambda: "sleep" in Path(f"/proc/{bare['pid']}/comm").read_text(), 10)
-        assert f"current affinity list: {home}" in "".join(switch.logs("bare"))
+        moved = f"current affinity list: {home}"
+        assert wait_until(lambda: moved in "".join(switch.logs("bare")), 10), switch.logs("bare")
         assert cpus_allowed(int(bare["pid"])) == str(other)  # type: ignore[call-overload]
 
         # A CPU hairpind may not use is refused, with the field.
@@ -209,7 +217,7 @@ def test_a_controllet_runs_on_its_cpus_and_a_sandboxed_one_cannot_leave_them() -
             check=False,
         )
         assert refused.returncode != 0, refused.stdout
-        assert f"`cpu_affinity`: CPU {outside} is not one hairpind" in refused.stderr, (
+        assert f"`cpu_affinity`: CPU {outside} is not one this process" in refused.stderr, (
             refused.stderr
         )
         switch.assert_alive()

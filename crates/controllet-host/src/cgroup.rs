@@ -321,11 +321,7 @@ impl Cgroup {
                     (Controller::Cpuset, v2) => {
                         if let Some(list) = &limits.cpuset {
                             if !v2 {
-                                let group = d.parent().unwrap_or(d);
-                                write(
-                                    &d.join("cpuset.mems"),
-                                    &read_trimmed(group, "cpuset.mems")?,
-                                )?;
+                                copy_from_parent(d, "cpuset.mems")?;
                             }
                             write(&d.join("cpuset.cpus"), &list.to_string())?;
                         }
@@ -424,12 +420,16 @@ fn read_trimmed(dir: &Path, file: &str) -> io::Result<String> {
         .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
+fn copy_from_parent(dir: &Path, file: &str) -> io::Result<()> {
+    let parent = dir.parent().unwrap_or(dir);
+    write(&dir.join(file), &read_trimmed(parent, file)?)
+}
+
 /// Gives a v1 cpuset directory its parent's CPUs and memory nodes where it has none yet.
 fn inherit_cpuset(dir: &Path) -> io::Result<()> {
-    let parent = dir.parent().unwrap_or(dir);
     for file in ["cpuset.cpus", "cpuset.mems"] {
         if read_trimmed(dir, file)?.is_empty() {
-            write(&dir.join(file), &read_trimmed(parent, file)?)?;
+            copy_from_parent(dir, file)?;
         }
     }
     Ok(())

@@ -42,6 +42,12 @@ impl Confinement {
     fn has(&self, piece: Piece) -> bool {
         self.held.contains(&piece)
     }
+
+    /// `piece` turned out not to hold on this host, for `reason`.
+    fn lose(&mut self, piece: Piece, reason: String) {
+        self.held.retain(|p| *p != piece);
+        self.missing.push((piece, reason));
+    }
 }
 
 /// What is taken down when the controllet stops.
@@ -164,11 +170,10 @@ impl Instance {
                     netns = Some(net);
                 }
                 Err(e) => {
-                    confinement.held.retain(|p| *p != Piece::Network);
-                    confinement.missing.push((
+                    confinement.lose(
                         Piece::Network,
                         format!("cannot make a network namespace: {e}"),
-                    ));
+                    );
                     check_refusal(&spec, &confinement)?;
                 }
             }
@@ -190,15 +195,27 @@ impl Instance {
         let cgroup = if unlimited {
             None
         } else {
-            match Cgroup::create(&inner.probe, &inner.group, &name, &limits) {
+            let mut created = Cgroup::create(&inner.probe, &inner.group, &name, &limits);
+            if let (Err(e), Some(_)) = (&created, &limits.cpuset) {
+                // A placement the kernel refuses (a CPU gone offline, another cpuset's
+                // exclusive CPU) costs the cpuset alone, not the limits.
+                let limits = Limits {
+                    cpuset: None,
+                    ..limits.clone()
+                };
+                let without = Cgroup::create(&inner.probe, &inner.group, &name, &limits);
+                if without.is_ok() {
+                    confinement.lose(Piece::Cpuset, format!("cannot make its cpuset: {e}"));
+                    check_refusal(&spec, &confinement)?;
+                }
+                created = without;
+            }
+            match created {
                 Ok(cgroup) => Some(cgroup),
                 Err(e) => {
                     for piece in [Piece::Cpu, Piece::Memory, Piece::Pids, Piece::Cpuset] {
                         if confinement.has(piece) {
-                            confinement.held.retain(|p| *p != piece);
-                            confinement
-                                .missing
-                                .push((piece, format!("cannot make its cgroup: {e}")));
+                            confinement.lose(piece, format!("cannot make its cgroup: {e}"));
                         }
                     }
                     check_refusal(&spec, &confinement)?;
@@ -220,8 +237,7 @@ impl Instance {
             {
                 Ok(files) => files,
                 Err(e) => {
-                    confinement.held.retain(|p| *p != Piece::Seccomp);
-                    confinement.missing.push((Piece::Seccomp, e.to_string()));
+                    confinement.lose(Piece::Seccomp, e.to_string());
                     check_refusal(&spec, &confinement)?;
                     Vec::new()
                 }

@@ -359,16 +359,7 @@ impl ControlletSpec {
             return Err(("pids", "must be at least 1".into()));
         }
         if let Some(CpuAffinity(list)) = &self.cpu_affinity {
-            let allowed = cpus::allowed().unwrap_or_default();
-            if let Some(cpu) = list.first_outside(&allowed) {
-                return Err((
-                    "cpu_affinity",
-                    format!(
-                        "CPU {cpu} is not one hairpind may run on ({})",
-                        CpuList::from_cpus(&allowed)
-                    ),
-                ));
-            }
+            list.check_allowed().map_err(|why| ("cpu_affinity", why))?;
         }
         if let Some(call) = self
             .allow_syscalls
@@ -593,9 +584,15 @@ mod tests {
         assert!(s.run_without.is_empty());
         assert_eq!(s.cpu_affinity, None);
         s.validate().unwrap();
-        let s =
-            spec("name = \"lsw\"\nprogram = \"/usr/bin/true\"\ncpu_affinity = \"0\"\n").unwrap();
-        assert_eq!(s.cpu_affinity, Some(CpuAffinity(CpuList::from_cpus(&[0]))));
+        let cpu = cpus::allowed().unwrap()[0];
+        let s = spec(&format!(
+            "name = \"lsw\"\nprogram = \"/usr/bin/true\"\ncpu_affinity = \"{cpu}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(
+            s.cpu_affinity,
+            Some(CpuAffinity(CpuList::from_cpus(&[cpu])))
+        );
         s.validate().unwrap();
     }
 

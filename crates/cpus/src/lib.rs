@@ -70,15 +70,44 @@ impl CpuList {
     }
 
     /// The first CPU of the list this process may not run on, if any.
-    pub fn first_outside(&self, allowed: &[usize]) -> Option<usize> {
+    fn first_outside(&self, allowed: &[usize]) -> Option<usize> {
         self.0.iter().copied().find(|c| !allowed.contains(c))
+    }
+
+    /// Checks that this process may run on every CPU of the list (its affinity, as a cpuset
+    /// or `taskset` left it); says which one it may not.
+    pub fn check_allowed(&self) -> Result<(), String> {
+        let allowed =
+            allowed().map_err(|e| format!("cannot read the CPUs this process may run on: {e}"))?;
+        match self.first_outside(&allowed) {
+            Some(cpu) => Err(format!(
+                "CPU {cpu} is not one this process may run on (it may run on {})",
+                CpuList::from_cpus(&allowed)
+            )),
+            None => Ok(()),
+        }
     }
 }
 
+/// The list in the kernel's syntax, runs of consecutive CPUs as ranges (`3,0-2`).
 impl fmt::Display for CpuList {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text: Vec<String> = self.0.iter().map(usize::to_string).collect();
-        f.write_str(&text.join(","))
+        let mut rest = self.0.as_slice();
+        let mut separator = "";
+        while let Some(&first) = rest.first() {
+            let run = rest
+                .iter()
+                .zip(first..)
+                .take_while(|(cpu, expected)| **cpu == *expected)
+                .count();
+            match run {
+                1 => write!(f, "{separator}{first}")?,
+                _ => write!(f, "{separator}{first}-{}", first + run - 1)?,
+            }
+            rest = &rest[run..];
+            separator = ",";
+        }
+        Ok(())
     }
 }
 
@@ -102,10 +131,7 @@ fn members(set: &libc::cpu_set_t) -> Vec<usize> {
 
 /// Runs `thread` on `cpu` alone.
 pub fn pin<T>(thread: &JoinHandle<T>, cpu: usize) -> io::Result<()> {
-    // SAFETY: an all-zero cpu_set_t is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is below CPU_SETSIZE (CpuList::parse refuses others).
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    let CpuSet(set) = CpuSet::of(&CpuList(vec![cpu]));
     // SAFETY: the handle's pthread is alive (the thread is joined later, never detached), and
     // `set` is a valid cpu_set_t of the size given.
     let rc = unsafe {
@@ -126,8 +152,8 @@ impl CpuSet {
     pub fn of(list: &CpuList) -> CpuSet {
         // SAFETY: an all-zero cpu_set_t is the empty set.
         let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        for &cpu in &list.0 {
-            // SAFETY: `cpu` is below CPU_SETSIZE (CpuList::parse refuses others).
+        for &cpu in list.0.iter().filter(|&&c| c < MAX_CPUS) {
+            // SAFETY: `cpu` is below CPU_SETSIZE.
             unsafe { libc::CPU_SET(cpu, &mut set) };
         }
         CpuSet(set)
@@ -164,9 +190,20 @@ mod tests {
             (0..4).map(|i| list.for_thread(i)).collect::<Vec<_>>(),
             [3, 0, 1, 3]
         );
-        assert_eq!(list.to_string(), "3,0,1");
+        assert_eq!(list.to_string(), "3,0-1");
+        assert_eq!(
+            CpuList::parse("0-2,4,6-7").unwrap().to_string(),
+            "0-2,4,6-7"
+        );
+        assert_eq!(CpuList::from_cpus(&[2, 1, 0]).to_string(), "2,1,0");
         assert_eq!(list.first_outside(&[0, 1]), Some(3));
         assert_eq!(list.first_outside(&[0, 1, 3]), None);
+        let outside = allowed().unwrap().last().unwrap() + 1;
+        let e = CpuList::from_cpus(&[outside]).check_allowed().unwrap_err();
+        assert!(e.starts_with(&format!("CPU {outside} is not one")), "{e}");
+        CpuList::from_cpus(&allowed().unwrap())
+            .check_allowed()
+            .unwrap();
     }
 
     #[test]

@@ -679,17 +679,8 @@ impl Settings {
             ));
         }
         if let Some(cpus) = &self.datapath_cpus {
-            let allowed = cpus::allowed()
-                .map_err(|e| flag_error("datapath_cpus", format!("this process's CPUs: {e}")))?;
-            if let Some(cpu) = cpus.first_outside(&allowed) {
-                return Err(origins.error(
-                    "datapath_cpus",
-                    format!(
-                        "CPU {cpu} is not one this process may run on (it may run on {})",
-                        CpuList::from_cpus(&allowed)
-                    ),
-                ));
-            }
+            cpus.check_allowed()
+                .map_err(|why| origins.error("datapath_cpus", why))?;
         }
         self.check_legacy_ports(origins)?;
         if let Some(unknown) = self.captures.keys().find(|n| !self.ports.contains_key(n)) {

@@ -6,9 +6,12 @@
 //! [`doorbell`] wakes it at once when the agent hands it work. With `--busy-poll` it never
 //! sleeps: a packet then finds the thread running with warm caches, which saves the wake-up
 //! (most of an InSP answer's time in the switch on a busy machine, docs/bench/insp.md) at
-//! the price of a core. A polling thread that found nothing yields its core, so that a
-//! process placed beside it (a controllet with `cpu_affinity` on the thread's CPU) runs as
-//! soon as it is woken, and the thread polls only while nothing else there wants to run.
+//! the price of a core. While it awaits a controller's answer (after a packet-in), a polling
+//! round that finds nothing yields the core, so that a controllet placed on it (its
+//! `cpu_affinity`) runs as soon as the packet-in wakes it, instead of waiting for the
+//! scheduler to preempt the poller. Only then: a yield is a hint to the scheduler, not a
+//! share of the core given away, and a thread that yields in every idle round would pay a
+//! system call for each.
 //!
 //! - [`ports`]: the thread's sockets by OpenFlow port number;
 //! - [`sink`]: where the pipeline's outputs and packet-ins go;
@@ -131,7 +134,7 @@ pub fn run(mut ctx: ThreadContext) {
                 let until_due = ctx.timers.next_due().saturating_sub(now);
                 tally.slept();
                 pollfds.wait(until_due.min(IDLE_POLL_NS));
-            } else if ctx.busy_poll {
+            } else if ctx.busy_poll && controller.serving(now) {
                 // SAFETY: sched_yield(2) takes no arguments and has no preconditions.
                 unsafe { libc::sched_yield() };
             }

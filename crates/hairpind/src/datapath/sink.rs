@@ -56,18 +56,23 @@ impl ToController {
     /// Packets to receive per port this round: the full batch, or a short burst while a
     /// controller is being served.
     pub fn burst(&self, now: u64) -> usize {
-        if now < self.serving_until {
+        if self.serving(now) {
             CONTROL_BURST
         } else {
             super::BATCH
         }
     }
 
+    /// Whether a controller was sent a packet-in or answered with a packet-out lately.
+    pub fn serving(&self, now: u64) -> bool {
+        now < self.serving_until
+    }
+
     /// While serving a controller, handles what the controllers sent (an answer to a
     /// packet-in, most often a packet-out) in this thread, which is awake anyway, instead of
     /// waking the agent for it; returns whether it handled anything.
     pub fn serve_input(&mut self, now: u64) -> bool {
-        now < self.serving_until && self.channels.serve_ready_input()
+        self.serving(now) && self.channels.serve_ready_input()
     }
 
     /// Notes `count` packet-outs run this round.
