@@ -223,6 +223,41 @@ def test_a_controllet_runs_on_its_cpus_and_a_sandboxed_one_cannot_leave_them() -
         switch.assert_alive()
 
 
+@pytest.mark.usefixtures("root")
+def test_a_cpuset_the_kernel_refuses_costs_the_placement_alone() -> None:
+    home = max(os.sched_getaffinity(0))
+    sleep = {"program": "/bin/sleep", "args": ["600"], "network": "host"}
+    placed = sleep | {"cpu_affinity": str(home)}
+    controllets = [
+        {"name": "strict"} | placed,
+        {"name": "lenient", "run_without": ["cpuset"]} | placed,
+    ]
+    with shared_tempdir("hp-infep-") as work, star(unique_prefix(), 1) as topo:
+        # The host's cpu, memory and pids hierarchies, and a cpuset one whose files the
+        # kernel would refuse to write: no cpuset.cpus to copy from.
+        root = work / "cgroups"
+        root.mkdir()
+        for name in ("cpu", "memory", "pids"):
+            (root / name).symlink_to(f"/sys/fs/cgroup/{name}")
+        (root / "cpuset").mkdir()
+        (root / "cpuset" / "cgroup.procs").touch()
+        host = {"cgroup_root": str(root)}
+        with hairpind(topo.switch, work, topo.ports, controllets, host=host) as switch:
+            assert wait_until(lambda: switch.status("strict")["state"] == "refused", 10)
+            reason = str(switch.status("strict")["reason"])
+            assert "cpuset (cannot make its cpuset" in reason, reason
+            for piece in ("cpu (", "memory (", "pids ("):
+                assert piece not in reason, reason
+            lenient = switch.wait_running("lenient")
+            assert list(lenient["missing"]) == ["cpuset"], lenient  # type: ignore[call-overload]
+            confined = set(lenient["confined"])  # type: ignore[call-overload]
+            assert {"cpu", "memory", "pids"} <= confined, lenient
+            usage = lenient["usage"]
+            assert usage["processes"] >= 1, lenient  # type: ignore[index]
+            # Still placed where it asked, though nothing holds it there.
+            assert cpus_allowed(int(lenient["pid"])) == str(home)  # type: ignore[call-overload]
+
+
 def udp_gap(sent: list[dict[str, int | None]], cut_ns: int) -> tuple[int, float]:
     """(answers after the cut, the longest stretch without answers in ms) of a probe run."""
     answered = [s["tx"] for s in sent if s["tx"] and s["rx"]]
