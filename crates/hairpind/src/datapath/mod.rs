@@ -6,12 +6,10 @@
 //! [`doorbell`] wakes it at once when the agent hands it work. With `--busy-poll` it never
 //! sleeps: a packet then finds the thread running with warm caches, which saves the wake-up
 //! (most of an InSP answer's time in the switch on a busy machine, docs/bench/insp.md) at
-//! the price of a core. While it awaits a controller's answer (after a packet-in), a polling
-//! round that finds nothing yields the core, so that a controllet placed on it (its
-//! `cpu_affinity`) runs as soon as the packet-in wakes it, instead of waiting for the
-//! scheduler to preempt the poller. Only then: a yield is a hint to the scheduler, not a
-//! share of the core given away, and a thread that yields in every idle round would pay a
-//! system call for each.
+//! the price of a core. A polling thread that has just written packet-ins yields the core
+//! once, so that a controllet placed on it (its `cpu_affinity`) and woken by them answers at
+//! once instead of at the scheduler's next preemption of the poller; alone on its core, the
+//! yield returns at once.
 //!
 //! - [`ports`]: the thread's sockets by OpenFlow port number;
 //! - [`sink`]: where the pipeline's outputs and packet-ins go;
@@ -97,6 +95,7 @@ pub fn run(mut ctx: ThreadContext) {
         }
         let legacy = ctx.standalone && ctx.agent.connected() == 0;
         let mut received = 0;
+        let mut sent_packet_ins = false;
         let burst = controller.burst(now);
         for i in 0..ctx.ports.len() {
             received += ctx.ports.receive(i, &mut batch, burst);
@@ -115,7 +114,7 @@ pub fn run(mut ctx: ThreadContext) {
                 ctx.reader.process(now, &mut batch, &mut sink);
             }
             ctx.ports.kick();
-            controller.flush(now);
+            sent_packet_ins |= controller.flush(now);
         }
         if controller.serve_input(now) {
             received += 1;
@@ -124,8 +123,12 @@ pub fn run(mut ctx: ThreadContext) {
         controller.ran_packet_outs(packet_outs, now);
         received += packet_outs;
         received += run_timers(&mut ctx, &mut controller, now);
-        controller.flush(now);
+        sent_packet_ins |= controller.flush(now);
         ctx.ports.flush();
+        if ctx.busy_poll && sent_packet_ins {
+            // SAFETY: sched_yield(2) takes no arguments and has no preconditions.
+            unsafe { libc::sched_yield() };
+        }
         tally.round_ends(now, received != 0);
         if received == 0 {
             idle_rounds += 1;
@@ -134,9 +137,6 @@ pub fn run(mut ctx: ThreadContext) {
                 let until_due = ctx.timers.next_due().saturating_sub(now);
                 tally.slept();
                 pollfds.wait(until_due.min(IDLE_POLL_NS));
-            } else if ctx.busy_poll && controller.serving(now) {
-                // SAFETY: sched_yield(2) takes no arguments and has no preconditions.
-                unsafe { libc::sched_yield() };
             }
         } else {
             idle_rounds = 0;

@@ -95,12 +95,15 @@ impl ToController {
     }
 
     /// Writes the packet-ins queued since the last flush.
-    pub fn flush(&mut self, now: u64) {
-        if self.queued > 0 {
-            self.channels.flush();
-            self.queued = 0;
-            self.serving_until = now + CONTROL_HOLD_NS;
+    /// Returns whether there were any.
+    pub fn flush(&mut self, now: u64) -> bool {
+        if self.queued == 0 {
+            return false;
         }
+        self.channels.flush();
+        self.queued = 0;
+        self.serving_until = now + CONTROL_HOLD_NS;
+        true
     }
 }
 
