@@ -159,8 +159,8 @@ impl CpuSet {
         CpuSet(set)
     }
 
-    /// Restricts the calling process (and what it starts later) to the set. Only
-    /// sched_setaffinity(2): safe between fork and exec.
+    /// Restricts the calling thread, and what it starts later, to the set: in a child between
+    /// fork and exec, the whole process. Only sched_setaffinity(2), so safe there.
     pub fn apply_to_this_process(&self) -> io::Result<()> {
         // SAFETY: `self.0` is a valid cpu_set_t of the size given; pid 0 is the caller.
         if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&self.0), &self.0) } != 0 {
