@@ -415,6 +415,9 @@ fn default_cluster_name() -> String {
     "hairpin".into()
 }
 
+/// hairpind's own user on the bus, which no declared user may take.
+pub const DAEMON_USER: &str = "hairpind";
+
 /// A bus user for a remote controller or a monitor (embedded server only).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -504,8 +507,7 @@ impl BusSpec {
             return Err(("listen", format!("`{}` is not IP:PORT", self.listen)));
         }
         for (i, user) in self.users.iter().enumerate() {
-            let reserved =
-                user.name == crate::bus::auth::DAEMON_USER || user.name.starts_with("controllet-");
+            let reserved = user.name == DAEMON_USER || user.name.starts_with("controllet-");
             if reserved {
                 return Err((
                     "users",

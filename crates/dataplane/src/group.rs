@@ -1,15 +1,10 @@
-//! Group semantics: bucket liveness and selection (OpenFlow 1.3 section 5.6).
+//! Group semantics: which buckets execute (OpenFlow 1.3 section 5.6), from the liveness
+//! [`crate::snapshot::Snapshot`] keeps per bucket.
 
-use crate::classifier::hash::{hash_masked, Seed, SeededMap};
-use crate::ir::{port, GROUP_ANY};
+use crate::classifier::hash::{hash_masked, Seed};
 use crate::key::{FlowKey, KEY_WORDS};
 use crate::model::{GroupBucket, GroupType};
-use crate::snapshot::{GroupEntry, Snapshot};
-
-/// Watch chains longer than this count as dead: a bound on the recursion when liveness is
-/// refreshed (the core rejects loops, not length). A group first met past the bound is
-/// remembered as dead for the whole refresh.
-const MAX_WATCH_DEPTH: u8 = 64;
+use crate::snapshot::GroupEntry;
 
 /// Key words that identify a flow for SELECT: everything after in_port, metadata and
 /// tunnel_id (Ethernet, VLAN, IP, transport). Word positions, all bits.
@@ -32,81 +27,6 @@ pub(crate) fn flow_hash(key: &FlowKey) -> u64 {
         &[u64::MAX; KEY_WORDS],
         &FLOW_WORDS,
     )
-}
-
-fn port_live(state: &Snapshot, port_no: u32) -> bool {
-    port_no == port::ANY
-        || state
-            .ports
-            .get(port_no)
-            .is_some_and(|p| p.info.live && !p.info.config.down)
-}
-
-/// Sets every bucket's `live`: its watched port is live and its watched group has a live
-/// bucket. Each group is judged once (a watch graph is a DAG: the core rejects loops), so the
-/// work is linear in the buckets however the groups watch each other; packets then read one
-/// flag per bucket.
-pub(crate) fn refresh_liveness(state: &mut Snapshot) {
-    let ids = state.groups.ids();
-    let mut judged = SeededMap::default();
-    let live: Vec<(u32, Vec<bool>)> = ids
-        .iter()
-        .map(|&id| {
-            let buckets = state
-                .groups
-                .get(id)
-                .map_or(&[][..], |g| &g.group.buckets[..]);
-            let live = buckets
-                .iter()
-                .map(|b| bucket_live(state, b, 0, &mut judged))
-                .collect();
-            (id, live)
-        })
-        .collect();
-    for (id, flags) in live {
-        if let Some(entry) = state.groups.get_mut(id) {
-            for (bucket, live) in entry.buckets.iter_mut().zip(flags) {
-                bucket.live = live;
-            }
-        }
-    }
-}
-
-/// Whether a bucket's watched port and group are live; `judged` holds the groups decided so
-/// far (`None` while one is being decided, which only a loop would meet: dead).
-fn bucket_live(
-    state: &Snapshot,
-    bucket: &GroupBucket,
-    depth: u8,
-    judged: &mut SeededMap<u32, Option<bool>>,
-) -> bool {
-    port_live(state, bucket.watch_port)
-        && (bucket.watch_group == GROUP_ANY
-            || group_live(state, bucket.watch_group, depth + 1, judged))
-}
-
-/// A group is live when any of its buckets is.
-fn group_live(
-    state: &Snapshot,
-    id: u32,
-    depth: u8,
-    judged: &mut SeededMap<u32, Option<bool>>,
-) -> bool {
-    if depth > MAX_WATCH_DEPTH {
-        return false;
-    }
-    if let Some(known) = judged.get(&id) {
-        return known.unwrap_or(false);
-    }
-    judged.insert(id, None);
-    let live = state.groups.get(id).is_some_and(|g| {
-        g.group
-            .buckets
-            .iter()
-            .any(|b| bucket_live(state, b, depth, judged))
-    });
-    judged.insert(id, Some(live));
-    live
 }
 
 /// Which buckets of a group execute.

@@ -5,6 +5,7 @@
 use crate::classifier::hash::SeededMap;
 use crate::classifier::Classifier;
 use crate::counters::{CounterCell, FlowCounters, PortCounters, ShardedPair};
+use crate::ir::{port, GROUP_ANY};
 use crate::key::{FlowMatch, ParseDepth};
 use crate::meter::Meter;
 use crate::model::{FlowId, Group, GroupBucket, GroupType, Op, PortInfo, SwitchFlags};
@@ -211,7 +212,7 @@ pub(crate) struct GroupEntry {
 
 /// A bucket as the hot path runs it: its actions (in action-set order) compiled, its counter
 /// (none when the group came with fewer bucket counters than buckets), and whether its
-/// watched port and group are live ([`crate::group::refresh_liveness`], run at every publish
+/// watched port and group are live ([`Snapshot::refresh_liveness`], run at every publish
 /// that changed a group or a port, so a packet never walks watch chains).
 #[derive(Clone, Debug)]
 pub(crate) struct CompiledBucket {
@@ -382,7 +383,7 @@ impl Snapshot {
                 keep,
             } => self.insert_flow(*table, *id, *priority, match_, entry.clone(), keep.clone()),
             Update::Op(op) => self.apply_op(op),
-            Update::RefreshLiveness => crate::group::refresh_liveness(self),
+            Update::RefreshLiveness => self.refresh_liveness(),
         }
     }
 
@@ -486,6 +487,84 @@ fn step(count: &mut u32, add: bool) {
     } else {
         count.saturating_sub(1)
     };
+}
+
+/// Watch chains longer than this count as dead: a bound on the recursion when liveness is
+/// refreshed (the core rejects loops, not length). A group first met past the bound is
+/// remembered as dead for the whole refresh.
+const MAX_WATCH_DEPTH: u8 = 64;
+
+/// Group bucket liveness (OpenFlow 1.3 section 5.6.1), judged here at publish so that a
+/// packet reads one flag per bucket.
+impl Snapshot {
+    /// Sets every bucket's `live`: its watched port is live and its watched group has a live
+    /// bucket. Each group is judged once (a watch graph is a DAG: the core rejects loops), so
+    /// the work is linear in the buckets however the groups watch each other.
+    fn refresh_liveness(&mut self) {
+        let ids = self.groups.ids();
+        let mut judged = SeededMap::default();
+        let live: Vec<(u32, Vec<bool>)> = ids
+            .iter()
+            .map(|&id| {
+                let buckets = self
+                    .groups
+                    .get(id)
+                    .map_or(&[][..], |g| &g.group.buckets[..]);
+                let live = buckets
+                    .iter()
+                    .map(|b| self.bucket_live(b, 0, &mut judged))
+                    .collect();
+                (id, live)
+            })
+            .collect();
+        for (id, flags) in live {
+            if let Some(entry) = self.groups.get_mut(id) {
+                for (bucket, live) in entry.buckets.iter_mut().zip(flags) {
+                    bucket.live = live;
+                }
+            }
+        }
+    }
+
+    fn port_live(&self, port_no: u32) -> bool {
+        port_no == port::ANY
+            || self
+                .ports
+                .get(port_no)
+                .is_some_and(|p| p.info.live && !p.info.config.down)
+    }
+
+    /// Whether a bucket's watched port and group are live; `judged` holds the groups decided
+    /// so far (`None` while one is being decided, which only a loop would meet: dead).
+    fn bucket_live(
+        &self,
+        bucket: &GroupBucket,
+        depth: u8,
+        judged: &mut SeededMap<u32, Option<bool>>,
+    ) -> bool {
+        self.port_live(bucket.watch_port)
+            && (bucket.watch_group == GROUP_ANY
+                || self.group_live(bucket.watch_group, depth + 1, judged))
+    }
+
+    /// A group is live when any of its buckets is.
+    fn group_live(&self, id: u32, depth: u8, judged: &mut SeededMap<u32, Option<bool>>) -> bool {
+        if depth > MAX_WATCH_DEPTH {
+            return false;
+        }
+        if let Some(known) = judged.get(&id) {
+            return known.unwrap_or(false);
+        }
+        judged.insert(id, None);
+        let live = self.groups.get(id).is_some_and(|g| {
+            g.group
+                .buckets
+                .iter()
+                .any(|b| self.bucket_live(b, depth, judged))
+        });
+        judged.insert(id, Some(live));
+        live
+    }
 }
 
 impl left_right::Absorb<Update> for Snapshot {

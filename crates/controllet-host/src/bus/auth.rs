@@ -8,10 +8,7 @@ use std::io::Read;
 use controllet::subjects::{Switch, ROOT};
 use serde_json::{json, Value};
 
-use crate::spec::{BusUser, ClusterSpec};
-
-/// hairpind's own user on the bus.
-pub const DAEMON_USER: &str = "hairpind";
+use crate::spec::{BusUser, ClusterSpec, DAEMON_USER};
 
 /// A bus user and what it may publish and subscribe to.
 #[derive(Clone, Debug, PartialEq, Eq)]

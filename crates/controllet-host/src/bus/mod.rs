@@ -16,7 +16,7 @@ use std::time::Duration;
 use async_nats::{Client, ConnectOptions};
 use controllet::subjects::Switch;
 
-use crate::spec::{BusSpec, ControlletSpec};
+use crate::spec::{BusSpec, ControlletSpec, DAEMON_USER};
 use server::Embedded;
 
 /// The bus as hairpind uses it.
@@ -68,8 +68,7 @@ impl Bus {
                     accounts,
                 )
                 .await?;
-                let options =
-                    ConnectOptions::new().user_and_password(auth::DAEMON_USER.into(), password);
+                let options = ConnectOptions::new().user_and_password(DAEMON_USER.into(), password);
                 (spec.listen.clone(), Some(server), options)
             }
         };
