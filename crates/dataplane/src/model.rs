@@ -102,7 +102,8 @@ impl Default for SwitchFlags {
     }
 }
 
-/// A change to the datapath state, applied incrementally by [`DatapathWriter::apply`].
+/// A change to the datapath state, applied incrementally by the
+/// [`crate::datapath::DatapathWriter`].
 /// (`InsertFlow` carries its match inline: ops are built once per flow-mod, never per packet.)
 #[derive(Clone)]
 #[allow(clippy::large_enum_variant)]

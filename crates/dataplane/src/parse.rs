@@ -1,7 +1,7 @@
 //! Packet parser: fills a [`FlowKey`] from a frame, in stages (L2, L3, L4) so the pipeline
 //! parses only as deep as its tables need and can resume later with [`parse_deeper`].
 //!
-//! Every read is a checked slice of the frame, through the header views of [`crate::wire`];
+//! Every read is a checked slice of the frame, through the header views of the `wire` module;
 //! no length field is trusted. Semantics follow Open vSwitch where OpenFlow is silent: fields
 //! of a header are filled only once the header is known valid; a non-first IP fragment has no
 //! L4 fields; the first fragment has them.

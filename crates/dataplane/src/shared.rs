@@ -12,7 +12,8 @@ use crate::normal::MacTable;
 /// Datapath-wide drop counters by reason.
 #[derive(Debug, Default)]
 pub struct DropCounters {
-    /// Malformed or truncated packets (see [`DatapathReader::parse_stats`] for reasons).
+    /// Malformed or truncated packets (see [`crate::datapath::DatapathReader::parse_stats`]
+    /// for reasons).
     pub malformed: AtomicU64,
     /// Packets that matched no entry (no table-miss flow).
     pub no_match: AtomicU64,

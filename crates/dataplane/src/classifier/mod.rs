@@ -8,7 +8,7 @@
 //!   table, at most three dependent loads per packet (`Kind::Lpm`, see [`lpm`]);
 //! - a small table whose every rule names one ingress port (a port-based pipeline's table 0:
 //!   a customer endpoint's port and address, an uplink's port alone): each port's few rules,
-//!   found by the port and tested with a masked compare each (`Kind::Ports`, see [`ports`]);
+//!   found by the port and tested with a masked compare each (`Kind::Ports`, the `ports` module);
 //! - anything else: priority-ordered tuple space search (`Kind::TupleSpace`). Subtables are
 //!   sorted by their maximum priority and the search stops as soon as the best match found so
 //!   far outranks the next subtable's maximum.
@@ -163,7 +163,7 @@ enum Plan {
     },
     /// Priority-ordered tuple space search.
     TupleSpace,
-    /// A table whose every rule names one ingress port, searched by port ([`ports`]).
+    /// A table whose every rule names one ingress port, searched by port (the `ports` module).
     Ports,
 }
 
@@ -769,7 +769,7 @@ impl<P, C> Classifier<P, C> {
     }
 
     /// Turns a hash probe or tuple space search of a small table whose every rule names one
-    /// ingress port into a search by port ([`ports`]).
+    /// ingress port into a search by port (the `ports` module).
     fn by_ports(&mut self) {
         if !matches!(self.plan, Plan::Hash { .. } | Plan::TupleSpace)
             || self.lpm.is_some()
