@@ -88,9 +88,7 @@ impl Shared {
     fn wants(&self, kind: EventKind) -> bool {
         self.subscribed.load(Ordering::Relaxed) & kind.bit() != 0
     }
-}
 
-impl Shared {
     pub(crate) fn lock(&self) -> MutexGuard<'_, SwitchState> {
         // A panic while holding the lock would be a bug; the state itself stays consistent
         // because every change validates before it mutates.

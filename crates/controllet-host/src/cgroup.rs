@@ -4,8 +4,8 @@
 //! Each controller is taken from cgroup v2 where the daemon's v2 cgroup offers it
 //! (`cgroup.controllers`), else from its v1 hierarchy (`<root>/cpu`, `<root>/memory`,
 //! `<root>/pids`, `<root>/cpuset`), so a hybrid host (v1 mounted with an empty v2 hierarchy,
-//! as on Debian 12 hosts booted that way) works as well as a pure v2 one. A controller found in neither is
-//! reported missing with the reason, and the caller decides (see `Piece`).
+//! as on Debian 12 hosts booted that way) works as well as a pure v2 one. A controller found
+//! in neither is reported missing with the reason, and the caller decides (see `Piece`).
 //!
 //! Controllets' cgroups sit under the daemon's own, one level for the daemon
 //! (`hairpind-<pid>`) and one per controllet, so the host's own limits still hold above them

@@ -50,6 +50,14 @@ impl Confinement {
     }
 }
 
+/// The confinements a controllet's cgroup holds, by the controller that holds each.
+const CGROUP_PIECES: [(Piece, Controller); 4] = [
+    (Piece::Cpu, Controller::Cpu),
+    (Piece::Memory, Controller::Memory),
+    (Piece::Pids, Controller::Pids),
+    (Piece::Cpuset, Controller::Cpuset),
+];
+
 /// What is taken down when the controllet stops.
 struct Resources {
     cgroup: Option<Cgroup>,
@@ -213,7 +221,7 @@ impl Instance {
             match created {
                 Ok(cgroup) => Some(cgroup),
                 Err(e) => {
-                    for piece in [Piece::Cpu, Piece::Memory, Piece::Pids, Piece::Cpuset] {
+                    for (piece, _) in CGROUP_PIECES {
                         if confinement.has(piece) {
                             confinement.lose(piece, format!("cannot make its cgroup: {e}"));
                         }
@@ -420,12 +428,7 @@ fn confine(inner: &Inner, spec: &ControlletSpec) -> Confinement {
             Err(_) => Err("bubblewrap loads the filter, and there is no sandbox".into()),
         };
         piece(Piece::Sandbox, sandbox);
-        for (p, controller) in [
-            (Piece::Cpu, Controller::Cpu),
-            (Piece::Memory, Controller::Memory),
-            (Piece::Pids, Controller::Pids),
-            (Piece::Cpuset, Controller::Cpuset),
-        ] {
+        for (p, controller) in CGROUP_PIECES {
             if p == Piece::Cpuset && spec.cpu_affinity.is_none() {
                 continue;
             }

@@ -64,7 +64,7 @@ impl ToController {
     }
 
     /// Whether a controller was sent a packet-in or answered with a packet-out lately.
-    pub fn serving(&self, now: u64) -> bool {
+    fn serving(&self, now: u64) -> bool {
         now < self.serving_until
     }
 
