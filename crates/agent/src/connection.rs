@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use ofp::{Hello, Message, OFP_HEADER_LEN};
 use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 use tokio::time::Instant;
 
 use crate::outbox::{Flushed, Outbox};
@@ -308,9 +309,13 @@ pub(crate) async fn run(
     if let Some(limit) = shared.config.packet_in_limit {
         connection.outbox.set_packet_in_limit(limit);
     }
+    // Registered for readability alone: on a unix socket (a local controllet's) the kernel
+    // signals writability each time the peer reads, which would wake this task for every
+    // packet-in the controllet takes. A blocked writer waits through `writable` instead.
     // SAFETY: the `OwnedFd` moves into the `AsyncFd`, so the descriptor stays open for as
     // long as it is registered.
-    let Ok(socket) = (unsafe { AsyncFd::register(socket) }) else {
+    let Ok(socket) = (unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) })
+    else {
         return;
     };
     let mut hello = Vec::new();
@@ -336,12 +341,25 @@ pub(crate) async fn run(
 async fn drain(socket: &AsyncFd<OwnedFd>, outbox: &Outbox) {
     let deadline = Instant::now() + std::time::Duration::from_secs(1);
     while outbox.flush() == Flushed::Blocked {
-        let writable = tokio::time::timeout_at(deadline, socket.writable()).await;
-        match writable {
-            Ok(Ok(mut guard)) => guard.clear_ready(),
-            _ => return,
+        let room = tokio::time::timeout_at(deadline, writable(socket)).await;
+        if !matches!(room, Ok(Ok(()))) {
+            return;
         }
     }
+}
+
+/// Waits until the socket can take more bytes, through a duplicate of its descriptor
+/// registered for writability for as long as the wait lasts (the socket itself is registered
+/// for readability alone). A fresh registration reports a socket that is writable already.
+async fn writable(socket: &AsyncFd<OwnedFd>) -> io::Result<()> {
+    // SAFETY: the `AsyncFd` owns the duplicate, so it stays open for as long as it is
+    // registered.
+    let waiter = unsafe {
+        AsyncFd::register_with_interest(socket.get_ref().try_clone()?, Interest::WRITABLE)
+    }
+    .map_err(io::Error::from)?;
+    waiter.writable().await?.retain_ready();
+    Ok(())
 }
 
 /// The connection's loop; returns whether it was counted as a connected controller.
@@ -396,12 +414,9 @@ async fn serve(
                     break;
                 }
             }
-            ready = socket.writable(), if blocked => {
-                let Ok(mut guard) = ready else { break };
-                match outbox.flush() {
-                    Flushed::Empty => {}
-                    Flushed::Blocked => guard.clear_ready(),
-                    Flushed::Failed => break,
+            ready = writable(socket), if blocked => {
+                if ready.is_err() || outbox.flush() == Flushed::Failed {
+                    break;
                 }
             }
             // Another thread left bytes the socket could not take, or ended the connection:

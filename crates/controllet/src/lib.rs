@@ -25,6 +25,7 @@
 pub mod bus;
 pub mod env;
 pub mod openflow;
+mod socket;
 pub mod subjects;
 pub mod switch;
 

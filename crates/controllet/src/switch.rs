@@ -15,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::Mutex;
 
 use crate::env::Channel;
+use crate::socket;
 
 type Reader = Box<dyn AsyncRead + Send + Unpin>;
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -124,19 +125,18 @@ pub struct Switch {
 impl Switch {
     /// Connects to `channel`, exchanges HELLO (OpenFlow 1.3) and reads the switch's features.
     pub async fn connect(channel: &Channel) -> io::Result<Switch> {
-        let (reader, writer): (Reader, Writer) = match channel {
+        let stream = match channel {
             Channel::Unix(path) => {
-                let (r, w) = tokio::net::UnixStream::connect(path).await?.into_split();
-                (Box::new(r), Box::new(w))
+                socket::Stream::Unix(tokio::net::UnixStream::connect(path).await?.into_std()?)
             }
             Channel::Tcp(addr) => {
                 let stream = tokio::net::TcpStream::connect(addr.as_str()).await?;
                 stream.set_nodelay(true)?;
-                let (r, w) = stream.into_split();
-                (Box::new(r), Box::new(w))
+                socket::Stream::Tcp(stream.into_std()?)
             }
         };
-        Self::handshake(reader, writer).await
+        let (reader, writer) = socket::split(stream)?;
+        Self::handshake(Box::new(reader), Box::new(writer)).await
     }
 
     /// HELLO both ways, then FEATURES_REQUEST; messages before the reply are dropped (the
