@@ -16,10 +16,13 @@
 # sleep, a core each, as Open vSwitch's PMD threads poll with DPDK).
 # Both switches run at nice --nice (default -10, the priority Debian's ovs-ctl gives
 # ovs-vswitchd); the controller and hosts run under SCHED_FIFO (ofbench --realtime).
+# --controller-cpu C pins the round trips' controller to CPU C, puts hairpind_busy's polling
+# thread there too (a controller on the switch's own core, as a local controllet runs) and
+# moves the load generator to another CPU.
 #
 # Usage: sudo scripts/bench/reactive.sh [--runs R] [--requests N] [--interval US]
 #            [--seconds S] [--window W] [--flows N] [--parts roundtrip,flowsetup,addflows]
-#            [--switches hairpind,ovs] [--nice N] [--out DIR]
+#            [--switches hairpind,ovs] [--nice N] [--controller-cpu C] [--out DIR]
 # Env: HAIRPIN_BIN (directory with release hairpind and ofbench; default $REPO/target/release).
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -43,6 +46,7 @@ NICE=-10
 CONTROLLER_PORT=16850
 OFCTL_PORT=16851
 LOAD_CPU=0
+CONTROLLER_CPU=
 BIN=${HAIRPIN_BIN:-$HP_REPO/target/release}
 
 usage() {
@@ -61,11 +65,31 @@ while (($#)); do
         --parts) PARTS=$2; shift 2 ;;
         --switches) SWITCHES=$2; shift 2 ;;
         --nice) NICE=$2; shift 2 ;;
+        --controller-cpu) CONTROLLER_CPU=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         -h | --help) usage ;;
         *) usage 2 >&2 ;;
     esac
 done
+
+# other_cpu C: a CPU this script may run on, other than C.
+other_cpu() {
+    local part c
+    for part in $(taskset -cp $$ | sed 's/.*: //; s/,/ /g'); do
+        for ((c = ${part%-*}; c <= ${part#*-}; c++)); do
+            ((c == $1)) || { echo "$c"; return; }
+        done
+    done
+}
+
+ROUNDTRIP_ARGS=()
+BUSY_ARGS=()
+if [[ -n $CONTROLLER_CPU ]]; then
+    ROUNDTRIP_ARGS=(--controller-cpu "$CONTROLLER_CPU")
+    BUSY_ARGS=(--datapath-cpus "$CONTROLLER_CPU")
+    LOAD_CPU=$(other_cpu "$CONTROLLER_CPU")
+    [[ -n $LOAD_CPU ]] || hp_die "--controller-cpu needs another CPU for the load"
+fi
 
 for tool in hairpind ofbench; do
     [[ -x $BIN/$tool ]] || hp_die "no $BIN/$tool: cargo build --release -p hairpind -p ofbench"
@@ -103,7 +127,7 @@ start_hairpind() {
     hp_on_exit "kill $SWITCH_PID 2>/dev/null; wait $SWITCH_PID 2>/dev/null"
 }
 
-start_hairpind_busy() { start_hairpind --busy-poll; }
+start_hairpind_busy() { start_hairpind --busy-poll "${BUSY_ARGS[@]}"; }
 
 start_ovs() {
     ovs_start "$PREFIX" "$SW_NS"
@@ -179,11 +203,12 @@ in_background() {
 
 measure_roundtrip() {
     PART=roundtrip-idle
-    ofbench roundtrip --host-ns "$PREFIX-h1" --requests "$REQUESTS" --interval-us "$INTERVAL_US"
+    ofbench roundtrip --host-ns "$PREFIX-h1" --requests "$REQUESTS" --interval-us "$INTERVAL_US" \
+        "${ROUNDTRIP_ARGS[@]}"
     PART=roundtrip-loaded
     load_start
     ofbench roundtrip --host-ns "$PREFIX-h1" --requests "$REQUESTS" --interval-us "$INTERVAL_US" \
-        --forward 3,4 --settle-ms 2000
+        --forward 3,4 --settle-ms 2000 "${ROUNDTRIP_ARGS[@]}"
     load_stop
 }
 

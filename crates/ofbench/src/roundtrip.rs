@@ -57,6 +57,10 @@ pub struct Args {
     /// reach its steady state).
     #[arg(long, default_value_t = 0)]
     settle_ms: u64,
+    /// Run the controller on this CPU alone (beside a polling switch thread on the same
+    /// CPU, its wake-up for a PACKET_IN is then local, not an interrupt to an idle one).
+    #[arg(long)]
+    controller_cpu: Option<usize>,
     /// A label printed with the results.
     #[arg(long, default_value = "switch")]
     label: String,
@@ -160,6 +164,9 @@ pub fn run(args: Args) -> io::Result<()> {
         let stop = Arc::clone(&stop);
         std::thread::spawn(move || serve(ch, &stop, tx))
     };
+    if let Some(cpu) = args.controller_cpu {
+        cpus::pin(&controller, cpu)?;
+    }
 
     std::thread::sleep(Duration::from_millis(args.settle_ms));
     let total = args.warmup + args.requests;
