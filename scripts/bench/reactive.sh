@@ -169,10 +169,11 @@ load_start() {
     dst_mac=$(mac_of "$PREFIX-h4" eth0 | sed 's/^/0x/; s/:/, 0x/g')
     src_mac=$(mac_of "$PREFIX-h3" eth0 | sed 's/^/0x/; s/:/, 0x/g')
     # IPv4 10.0.0.3 -> 10.0.0.4 UDP 1024 -> 9, header checksum 0x26c0.
-    printf '{ %s, %s, 0x08, 0x00, 0x45, 0x00, 0x00, 0x2e, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x26, 0xc0, 10, 0, 0, 3, 10, 0, 0, 4, 0x04, 0x00, 0x00, 0x09, 0x00, 0x1a, 0x00, 0x00, fill(0x00, 18) }\n' \
-        "$dst_mac" "$src_mac" >"$OUT/trafgen.cfg"
-    setsid ip netns exec "$PREFIX-h3" taskset -c "$LOAD_CPU" trafgen --dev eth0 \
-        --conf "$OUT/trafgen.cfg" --cpus 1 --no-sock-mem --notouch-irq --no-cpu-stats \
+    # trafgen binds its process N to CPU N: N processes, the packet on the last one's CPU.
+    printf 'cpu(%s): { %s, %s, 0x08, 0x00, 0x45, 0x00, 0x00, 0x2e, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x26, 0xc0, 10, 0, 0, 3, 10, 0, 0, 4, 0x04, 0x00, 0x00, 0x09, 0x00, 0x1a, 0x00, 0x00, fill(0x00, 18) }\n' \
+        "$LOAD_CPU" "$dst_mac" "$src_mac" >"$OUT/trafgen.cfg"
+    setsid ip netns exec "$PREFIX-h3" trafgen --dev eth0 \
+        --conf "$OUT/trafgen.cfg" --cpus $((LOAD_CPU + 1)) --no-sock-mem --notouch-irq --no-cpu-stats \
         >"$OUT/trafgen.log" 2>&1 &
     LOAD_PID=$!
     hp_on_exit "kill -INT -- -$LOAD_PID 2>/dev/null; wait $LOAD_PID 2>/dev/null"
