@@ -169,7 +169,8 @@ load_start() {
     dst_mac=$(mac_of "$PREFIX-h4" eth0 | sed 's/^/0x/; s/:/, 0x/g')
     src_mac=$(mac_of "$PREFIX-h3" eth0 | sed 's/^/0x/; s/:/, 0x/g')
     # IPv4 10.0.0.3 -> 10.0.0.4 UDP 1024 -> 9, header checksum 0x26c0.
-    # trafgen binds its process N to CPU N: N processes, the packet on the last one's CPU.
+    # trafgen binds its process i to CPU i: LOAD_CPU + 1 processes, the packet declared for
+    # the last one's CPU alone.
     printf 'cpu(%s): { %s, %s, 0x08, 0x00, 0x45, 0x00, 0x00, 0x2e, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x26, 0xc0, 10, 0, 0, 3, 10, 0, 0, 4, 0x04, 0x00, 0x00, 0x09, 0x00, 0x1a, 0x00, 0x00, fill(0x00, 18) }\n' \
         "$LOAD_CPU" "$dst_mac" "$src_mac" >"$OUT/trafgen.cfg"
     setsid ip netns exec "$PREFIX-h3" trafgen --dev eth0 \

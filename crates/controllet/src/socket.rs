@@ -82,6 +82,7 @@ fn register(stream: Stream, interest: Interest) -> io::Result<AsyncFd<Stream>> {
     unsafe { AsyncFd::register_with_interest(stream, interest) }.map_err(io::Error::from)
 }
 
+/// Reads as the runtime reports the socket readable.
 pub struct ReadHalf(Arc<AsyncFd<Stream>>);
 
 impl AsyncRead for ReadHalf {
@@ -104,6 +105,7 @@ impl AsyncRead for ReadHalf {
     }
 }
 
+/// Writes straight to the socket; waits for room only when the socket has none.
 pub struct WriteHalf {
     socket: Arc<AsyncFd<Stream>>,
     /// The registration for writability while a write waits for room.
