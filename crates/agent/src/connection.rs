@@ -4,12 +4,14 @@
 //! Reading and handling the connection's input is a [`Connection`]'s business, done by
 //! whichever thread gets there: the connection's task when the socket turns readable, or a
 //! thread that is awake anyway and expects a controller's answer (a datapath thread after a
-//! packet-in, through [`crate::Channels::serve_ready_input`]), which then handles a
-//! packet-out without waking the task. The input sits behind a lock that the task takes and
-//! other threads only try; one read is handled under one lock of the switch state, and the
-//! outbox batches meanwhile, so the replies (and anything other threads raise for the
-//! connection in that time) leave in one write. While the socket cannot take more, the task
-//! stops reading requests until the outbox drains.
+//! packet-in, through [`crate::Channels::serve_ready_input`]), which then handles a packet-out
+//! without waking the task. A thread that never sleeps (a busy-polling datapath thread) takes
+//! the input for a while ([`crate::Channels::take_input_until`]): the task then stops watching
+//! the socket, so a controller's message wakes nobody. The input sits behind a lock that the
+//! task takes and other threads only try; one read is handled under one lock of the switch
+//! state, and the outbox batches meanwhile, so the replies (and anything other threads raise
+//! for the connection in that time) leave in one write. While the socket cannot take more, the
+//! task stops reading requests until the outbox drains.
 //!
 //! Locks, in the order they are taken: a connection's input, the switch state, an outbox.
 
@@ -19,7 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ofp::{Hello, Message, OFP_HEADER_LEN};
-use tokio::io::unix::AsyncFd;
+use std::time::Duration;
+use tokio::io::unix::{AsyncFd, AsyncFdReadyGuard};
 use tokio::io::Interest;
 use tokio::time::Instant;
 
@@ -309,15 +312,6 @@ pub(crate) async fn run(
     if let Some(limit) = shared.config.packet_in_limit {
         connection.outbox.set_packet_in_limit(limit);
     }
-    // Registered for readability alone: on a unix socket (a local controllet's) the kernel
-    // signals writability each time the peer reads, which would wake this task for every
-    // packet-in the controllet takes. A blocked writer waits through `writable` instead.
-    // SAFETY: the `OwnedFd` moves into the `AsyncFd`, so the descriptor stays open for as
-    // long as it is registered.
-    let Ok(socket) = (unsafe { AsyncFd::register_with_interest(socket, Interest::READABLE) })
-    else {
-        return;
-    };
     let mut hello = Vec::new();
     ofp::encode(SWITCH_XID, &Message::Hello(Hello::v13()), &mut hello);
     connection.outbox.reply(&hello);
@@ -338,7 +332,7 @@ pub(crate) async fn run(
 }
 
 /// Waits (a second at most) until the outbox is sent.
-async fn drain(socket: &AsyncFd<OwnedFd>, outbox: &Outbox) {
+async fn drain(socket: &OwnedFd, outbox: &Outbox) {
     let deadline = Instant::now() + std::time::Duration::from_secs(1);
     while outbox.flush() == Flushed::Blocked {
         let room = tokio::time::timeout_at(deadline, writable(socket)).await;
@@ -348,25 +342,40 @@ async fn drain(socket: &AsyncFd<OwnedFd>, outbox: &Outbox) {
     }
 }
 
-/// Waits until the socket can take more bytes, through a duplicate of its descriptor
-/// registered for writability for as long as the wait lasts (the socket itself is registered
-/// for readability alone). A fresh registration reports a socket that is writable already.
-async fn writable(socket: &AsyncFd<OwnedFd>) -> io::Result<()> {
+/// Registers a duplicate of `socket`'s descriptor for `interest` alone (a registration
+/// for both would wake a unix socket's reader each time its peer reads). A fresh
+/// registration reports a socket that is ready already.
+fn watch(socket: &OwnedFd, interest: Interest) -> io::Result<AsyncFd<OwnedFd>> {
     // SAFETY: the `AsyncFd` owns the duplicate, so it stays open for as long as it is
     // registered.
-    let waiter = unsafe {
-        AsyncFd::register_with_interest(socket.get_ref().try_clone()?, Interest::WRITABLE)
-    }
-    .map_err(io::Error::from)?;
-    waiter.writable().await?.retain_ready();
+    unsafe { AsyncFd::register_with_interest(socket.try_clone()?, interest) }
+        .map_err(io::Error::from)
+}
+
+/// Waits until the socket can take more bytes, watching it for as long as the wait lasts.
+async fn writable(socket: &OwnedFd) -> io::Result<()> {
+    watch(socket, Interest::WRITABLE)?
+        .writable()
+        .await?
+        .retain_ready();
     Ok(())
+}
+
+/// Waits until the watched socket has input; never, while nothing watches it.
+async fn readable(
+    watching: Option<&AsyncFd<OwnedFd>>,
+) -> io::Result<AsyncFdReadyGuard<'_, OwnedFd>> {
+    match watching {
+        Some(socket) => socket.readable().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The connection's loop; returns whether it was counted as a connected controller.
 async fn serve(
     shared: &Arc<Shared>,
     connection: &Connection,
-    socket: &AsyncFd<OwnedFd>,
+    socket: &OwnedFd,
     active: bool,
 ) -> bool {
     let outbox = &connection.outbox;
@@ -375,6 +384,8 @@ async fn serve(
     let mut heard = connection.heard.load(Ordering::Relaxed);
     let mut probed = false;
     let mut counted = false;
+    // The socket, watched for input while no thread that never sleeps serves it.
+    let mut watching: Option<AsyncFd<OwnedFd>> = None;
 
     while !connection.ended.load(Ordering::Acquire) {
         if active && !counted && connection.lock_input().session.negotiated() {
@@ -395,8 +406,20 @@ async fn serve(
             continue;
         }
         let deadline = last_heard + if probed { probe * 2 } else { probe };
+        let now = switch_core::clock::now_ns();
+        let taken_until = shared.input_taken_until.load(Ordering::Relaxed);
+        let taken = taken_until > now;
+        if taken {
+            watching = None;
+        } else if watching.is_none() {
+            let Ok(watched) = watch(socket, Interest::READABLE) else {
+                break;
+            };
+            watching = Some(watched);
+        }
+        let handback = Instant::now() + Duration::from_nanos(taken_until.saturating_sub(now));
         tokio::select! {
-            ready = socket.readable(), if !blocked => {
+            ready = readable(watching.as_ref()), if !blocked && !taken => {
                 let Ok(mut guard) = ready else { break };
                 let mut would_block = false;
                 let served = connection.serve(shared, &mut connection.lock_input(), |buf| {
@@ -422,6 +445,8 @@ async fn serve(
             // Another thread left bytes the socket could not take, or ended the connection:
             // look again.
             _ = outbox.wake.notified() => {}
+            // The thread that took the input stops serving it soon: watch the socket again.
+            _ = tokio::time::sleep_until(handback), if taken => {}
             _ = tokio::time::sleep_until(deadline) => {
                 let now_heard = connection.heard.load(Ordering::Relaxed);
                 if now_heard != heard {

@@ -80,6 +80,9 @@ pub(crate) struct Shared {
     /// Connections to configured controllers (`--controller`) that finished the handshake;
     /// fail modes look at these, not at passive clients such as ovs-ofctl.
     controllers: AtomicUsize,
+    /// Until when (on [`switch_core::clock`]) a thread that never sleeps serves every
+    /// connection's input between its rounds, see [`Channels::take_input_until`].
+    input_taken_until: AtomicU64,
     config: AgentConfig,
 }
 
@@ -226,6 +229,17 @@ impl Channels {
         }
         handled
     }
+
+    /// Takes every connection's input until `until_ns` (on [`switch_core::clock`]): the
+    /// calling thread, which never sleeps, serves it ([`Self::serve_ready_input`]) after
+    /// every round until then, and the connections' tasks stop watching their sockets
+    /// meanwhile. A controller's answer then wakes no agent thread, which on a core shared
+    /// with the caller would preempt it and take the answer only to queue it back to it.
+    pub fn take_input_until(&self, until_ns: u64) {
+        self.shared
+            .input_taken_until
+            .fetch_max(until_ns, Ordering::Relaxed);
+    }
 }
 
 /// One connection's counters (`hairpinctl call controllers/list`).
@@ -265,6 +279,7 @@ impl Agent {
                 subscribed: AtomicU8::new(0),
                 next_conn: AtomicU64::new(1),
                 controllers: AtomicUsize::new(0),
+                input_taken_until: AtomicU64::new(0),
                 config,
             }),
         }

@@ -1,39 +1,18 @@
 //! Protocol behaviour of one connection, message by message: negotiation, errors, roles,
 //! async filtering and barriers.
 
+mod common;
+
 use agent::roles::{Mastership, Roles};
 use agent::session::{Event, Session, SwitchState};
-use dataplane::datapath::DatapathConfig;
 use ofp::{
     BadRequestCode, ControllerRole, FlowRemoved, Header, Hello, HelloElement, HelloFailedCode,
     Match, Message, OfpError, RoleMsg, RoleRequestFailedCode,
 };
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
-
-struct Discard;
-
-impl PacketOutQueue for Discard {
-    fn submit(&mut self, _job: PacketOutJob) {}
-}
 
 fn state() -> SwitchState {
-    let (writer, _readers) = dataplane::datapath::new(DatapathConfig {
-        n_tables: 4,
-        ..DatapathConfig::default()
-    });
-    let shared = std::sync::Arc::clone(writer.shared());
-    let switch = Switch::new(
-        SwitchSettings {
-            datapath_id: 9,
-            n_tables: 4,
-            n_buffers: 16,
-        },
-        Box::new(writer),
-        shared,
-        Box::new(Discard),
-    );
     SwitchState {
-        switch,
+        switch: common::switch(),
         roles: Roles::default(),
     }
 }

@@ -75,7 +75,7 @@ pub struct ThreadContext {
 
 /// Runs one datapath thread until `stop` is set.
 pub fn run(mut ctx: ThreadContext) {
-    let mut controller = ToController::new(&ctx.agent);
+    let mut controller = ToController::new(&ctx.agent, ctx.busy_poll);
     let mut batch = PacketBatch::new(BATCH, dataplane::batch::DEFAULT_MAX_FRAME);
     let mut idle_rounds = 0u32;
     let mut fds = ctx.ports.fds();
@@ -115,13 +115,16 @@ pub fn run(mut ctx: ThreadContext) {
             }
             ctx.ports.kick();
             sent_packet_ins |= controller.flush(now);
+            if i + 1 < ctx.ports.len() && controller.serve_input(now) {
+                // An answer that came during the round leaves before the next port's burst.
+                received += run_packet_outs(&mut ctx, &mut controller, now);
+                ctx.ports.kick();
+            }
         }
         if controller.serve_input(now) {
             received += 1;
         }
-        let packet_outs = run_packet_outs(&mut ctx, &mut controller, now);
-        controller.ran_packet_outs(packet_outs, now);
-        received += packet_outs;
+        received += run_packet_outs(&mut ctx, &mut controller, now);
         received += run_timers(&mut ctx, &mut controller, now);
         sent_packet_ins |= controller.flush(now);
         ctx.ports.flush();
@@ -144,6 +147,7 @@ pub fn run(mut ctx: ThreadContext) {
     }
 }
 
+/// Runs the queued packet-outs; returns how many.
 fn run_packet_outs(ctx: &mut ThreadContext, controller: &mut ToController, now: u64) -> usize {
     let ThreadContext {
         reader,
@@ -151,13 +155,15 @@ fn run_packet_outs(ctx: &mut ThreadContext, controller: &mut ToController, now: 
         packet_outs,
         ..
     } = ctx;
-    packet_outs.drain(|job| {
+    let ran = packet_outs.drain(|job| {
         let mut sink = Sink {
             controller: &mut *controller,
             ports,
         };
         reader.packet_out(now, job.in_port, &job.actions, &job.frame, &mut sink);
-    })
+    });
+    controller.ran_packet_outs(ran, now);
+    ran
 }
 
 fn run_timers(ctx: &mut ThreadContext, controller: &mut ToController, now: u64) -> usize {

@@ -9,9 +9,11 @@
 //! While the thread serves a controller (it sent a packet-in or ran a packet-out lately) it
 //! receives in smaller bursts: a controller's packet then waits behind a few dozen packets of
 //! a busy port, not a whole batch (at full load on veth, 256 packets are about a millisecond
-//! of transmits). Between rounds it also reads what the controllers sent, so their answers
-//! (packet-outs) are handled and sent by this thread, which is awake anyway, with no wake-up
-//! of the agent's thread and no wait for it to be scheduled.
+//! of transmits). After each port's burst it also reads what the controllers sent, so their
+//! answers (packet-outs) are handled and sent by this thread, which is awake anyway, with no
+//! wake-up of the agent's thread and no wait for it to be scheduled or for the round to end.
+//! A thread that never sleeps takes the controllers' input from the agent meanwhile, so their
+//! answers do not wake the agent at all.
 
 use agent::{Agent, Channels};
 use dataplane::batch::{PacketInEvent, PacketSink};
@@ -23,6 +25,10 @@ use super::ports::ThreadPorts;
 const CONTROL_BURST: usize = 32;
 /// How long after a packet-in or a packet-out the smaller bursts last.
 const CONTROL_HOLD_NS: u64 = 20_000_000;
+/// How long before a thread that took the controllers' input stops serving it their tasks
+/// watch their sockets again: more than the tasks' timer granularity (a millisecond), so
+/// that some thread always serves them.
+const HANDBACK_NS: u64 = 3_000_000;
 
 /// A datapath thread's path to the controllers.
 pub struct ToController {
@@ -33,10 +39,13 @@ pub struct ToController {
     queued: usize,
     /// Until when the thread receives in [`CONTROL_BURST`]s.
     serving_until: u64,
+    /// The thread never sleeps, so while it serves a controller it takes the controllers'
+    /// input from the agent's tasks ([`Channels::take_input_until`]).
+    takes_input: bool,
 }
 
 impl ToController {
-    pub fn new(agent: &Agent) -> Self {
+    pub fn new(agent: &Agent, takes_input: bool) -> Self {
         Self {
             channels: agent.channels(),
             scratch: PacketIn {
@@ -50,6 +59,7 @@ impl ToController {
             },
             queued: 0,
             serving_until: 0,
+            takes_input,
         }
     }
 
@@ -78,7 +88,16 @@ impl ToController {
     /// Notes `count` packet-outs run this round.
     pub fn ran_packet_outs(&mut self, count: usize, now: u64) {
         if count > 0 {
-            self.serving_until = now + CONTROL_HOLD_NS;
+            self.hold(now);
+        }
+    }
+
+    /// Serves the controllers for [`CONTROL_HOLD_NS`] from `now`.
+    fn hold(&mut self, now: u64) {
+        self.serving_until = now + CONTROL_HOLD_NS;
+        if self.takes_input {
+            self.channels
+                .take_input_until(self.serving_until - HANDBACK_NS);
         }
     }
 
@@ -102,7 +121,7 @@ impl ToController {
         }
         self.channels.flush();
         self.queued = 0;
-        self.serving_until = now + CONTROL_HOLD_NS;
+        self.hold(now);
         true
     }
 }
