@@ -11,7 +11,9 @@
 //! task takes and other threads only try; one read is handled under one lock of the switch
 //! state, and the outbox batches meanwhile, so the replies (and anything other threads raise
 //! for the connection in that time) leave in one write. While the socket cannot take more, the
-//! task stops reading requests until the outbox drains.
+//! task stops reading requests until the outbox drains. After answering a barrier request the
+//! task reads on for a moment before it sleeps: a peer that waits for each barrier's reply
+//! sends its next request soon after.
 //!
 //! Locks, in the order they are taken: a connection's input, the switch state, an outbox.
 
@@ -37,6 +39,12 @@ const READ_CHUNK: usize = 256 * 1024;
 /// not a burst of flow-mods that would hold a datapath thread for long (the task takes the
 /// rest).
 const SERVE_READ: usize = 16 * 1024;
+/// How long the connection's task keeps reading after it answered a barrier request. A peer
+/// that waits for each barrier's reply (`ovs-ofctl add-flows`, a controller that confirms
+/// every flow-mod) sends its next request within tens of microseconds of reading it; a read
+/// that finds it there saves the task a sleep and a wake-up on an idle core, which is most
+/// of such a round trip.
+const AFTER_BARRIER_SPIN: Duration = Duration::from_micros(100);
 /// xid of messages the switch starts (hello, echo probes, asynchronous messages).
 pub(crate) const SWITCH_XID: u32 = 0;
 
@@ -72,6 +80,8 @@ struct Input {
     inbuf: Vec<u8>,
     channels: Channels,
     out: Vec<u8>,
+    /// The last serving answered a barrier request.
+    answered_barrier: bool,
 }
 
 /// What one serving of a connection's input did.
@@ -122,6 +132,7 @@ impl Connection {
         input: &mut Input,
         read: impl FnOnce(&mut Vec<u8>) -> io::Result<usize>,
     ) -> Served {
+        input.answered_barrier = false;
         let mut inbuf = std::mem::take(&mut input.inbuf);
         // Requests left from a batch that stopped at the backlog limit are served before
         // anything more is read, so the input buffer stays bounded too.
@@ -158,6 +169,38 @@ impl Connection {
         }
         input.inbuf = inbuf;
         served
+    }
+
+    /// Serves what the readable socket holds, for the connection's task; `would_block` tells
+    /// whether it held nothing. After answering a barrier it keeps reading for
+    /// [`AFTER_BARRIER_SPIN`].
+    fn serve_readable(&self, shared: &Shared, would_block: &mut bool) -> Served {
+        let mut input = self.lock_input();
+        let mut served = self.serve(shared, &mut input, |buf| {
+            let got = read_some(self.fd, buf, READ_CHUNK);
+            *would_block = matches!(&got, Err(e) if e.kind() == io::ErrorKind::WouldBlock);
+            got
+        });
+        while served == Served::Handled && input.answered_barrier {
+            served = self.serve_within(shared, &mut input, AFTER_BARRIER_SPIN);
+        }
+        served
+    }
+
+    /// Serves the peer's next messages if they come within `spin`, polling the socket
+    /// meanwhile instead of sleeping; returns [`Served::Idle`] if none came.
+    fn serve_within(&self, shared: &Shared, input: &mut Input, spin: Duration) -> Served {
+        let deadline = std::time::Instant::now() + spin;
+        loop {
+            if self.outbox.blocked() {
+                return Served::Idle;
+            }
+            let served = self.serve(shared, input, |buf| read_some(self.fd, buf, READ_CHUNK));
+            if served != Served::Idle || std::time::Instant::now() >= deadline {
+                return served;
+            }
+            std::hint::spin_loop();
+        }
     }
 
     /// Marks the connection ended and tells its task.
@@ -231,6 +274,7 @@ fn handle_batch(
         let now = switch_core::clock::now_ns();
         let outcome: Outcome = match ofp::decode(raw) {
             Ok((header, msg)) => {
+                input.answered_barrier |= matches!(msg, Message::BarrierRequest);
                 let refilter = match msg {
                     Message::RoleRequest(_) => Some(true),
                     Message::Hello(_) | Message::SetAsync(_) => Some(false),
@@ -304,6 +348,7 @@ pub(crate) async fn run(
             inbuf: Vec::with_capacity(READ_CHUNK),
             channels: Channels::new(Arc::clone(shared)),
             out: Vec::with_capacity(4096),
+            answered_barrier: false,
         }),
         heard: AtomicU64::new(0),
         ended: AtomicBool::new(false),
@@ -421,12 +466,12 @@ async fn serve(
         tokio::select! {
             ready = readable(watching.as_ref()), if !blocked && !taken => {
                 let Ok(mut guard) = ready else { break };
+                if shared.input_taken_until.load(Ordering::Relaxed) > switch_core::clock::now_ns() {
+                    // Taken while the task waited: the thread that took it reads it.
+                    continue;
+                }
                 let mut would_block = false;
-                let served = connection.serve(shared, &mut connection.lock_input(), |buf| {
-                    let got = read_some(connection.fd, buf, READ_CHUNK);
-                    would_block = matches!(&got, Err(e) if e.kind() == io::ErrorKind::WouldBlock);
-                    got
-                });
+                let served = connection.serve_readable(shared, &mut would_block);
                 if would_block {
                     // Nothing there (another thread read it first): wait for the next edge.
                     guard.clear_ready();
