@@ -81,7 +81,7 @@ pub(crate) struct Shared {
     /// fail modes look at these, not at passive clients such as ovs-ofctl.
     controllers: AtomicUsize,
     /// Until when (on [`switch_core::clock`]) a thread that never sleeps serves every
-    /// connection's input between its rounds, see [`Channels::take_input_until`].
+    /// connection's input, see [`Channels::take_input_until`].
     input_taken_until: AtomicU64,
     config: AgentConfig,
 }
@@ -231,7 +231,7 @@ impl Channels {
     }
 
     /// Takes every connection's input until `until_ns` (on [`switch_core::clock`]): the
-    /// calling thread, which never sleeps, serves it ([`Self::serve_ready_input`]) after
+    /// calling thread, which never sleeps, serves it ([`Self::serve_ready_input`]) in
     /// every round until then, and the connections' tasks stop watching their sockets
     /// meanwhile. A controller's answer then wakes no agent thread, which on a core shared
     /// with the caller would preempt it and take the answer only to queue it back to it.
