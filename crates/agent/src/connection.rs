@@ -453,9 +453,8 @@ async fn serve(
         }
         let deadline = last_heard + if probed { probe * 2 } else { probe };
         let now = switch_core::clock::now_ns();
-        let taken_until = shared.input_taken_until.load(Ordering::Relaxed);
-        let taken = taken_until > now;
-        if taken {
+        let taken = shared.input_taken(now);
+        if taken.is_some() {
             watching = None;
         } else if watching.is_none() {
             let Ok(watched) = watch(socket, Interest::READABLE) else {
@@ -463,11 +462,11 @@ async fn serve(
             };
             watching = Some(watched);
         }
-        let handback = Instant::now() + Duration::from_nanos(taken_until.saturating_sub(now));
+        let handback = Instant::now() + Duration::from_nanos(taken.map_or(0, |until| until - now));
         tokio::select! {
-            ready = readable(watching.as_ref()), if !blocked && !taken => {
+            ready = readable(watching.as_ref()), if !blocked && taken.is_none() => {
                 let Ok(mut guard) = ready else { break };
-                if shared.input_taken_until.load(Ordering::Relaxed) > switch_core::clock::now_ns() {
+                if shared.input_taken(switch_core::clock::now_ns()).is_some() {
                     // Taken while the task waited: the thread that took it reads it.
                     continue;
                 }
@@ -492,7 +491,7 @@ async fn serve(
             // look again.
             _ = outbox.wake.notified() => {}
             // The thread that took the input stops serving it soon: watch the socket again.
-            _ = tokio::time::sleep_until(handback), if taken => {}
+            _ = tokio::time::sleep_until(handback), if taken.is_some() => {}
             _ = tokio::time::sleep_until(deadline) => {
                 let now_heard = connection.heard.load(Ordering::Relaxed);
                 if now_heard != heard {

@@ -114,6 +114,13 @@ impl Shared {
         self.connections_generation.fetch_add(1, Ordering::Release);
     }
 
+    /// Until when a thread that never sleeps serves every connection's input, if it does at
+    /// `now_ns` ([`Channels::take_input_until`]).
+    pub(crate) fn input_taken(&self, now_ns: u64) -> Option<u64> {
+        let until = self.input_taken_until.load(Ordering::Relaxed);
+        (until > now_ns).then_some(until)
+    }
+
     /// Tells every outbox its connection's role after a role change (a new master demotes
     /// the old one). Called under the state lock.
     pub(crate) fn refresh_roles(&self, roles: &Roles) {
