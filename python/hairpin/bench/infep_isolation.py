@@ -88,6 +88,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--echoes", type=int, default=2000)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--cpu-weight",
+        type=int,
+        help="the controllets' CPU weight against hairpind's 100 (default: hairpind's own)",
+    )
     args = parser.parse_args()
     lsw = find_example("learning_switch")
     runs: dict[str, list[dict[str, float]]] = {"alone": [], "hostile": []}
@@ -95,7 +100,8 @@ def main() -> None:
         work = stack.enter_context(shared_tempdir("hp-iso-"))
         topo = stack.enter_context(star(unique_prefix(), 2))
         declared = {"name": "lsw", "program": str(lsw), "read_only": [str(lsw.parent)]}
-        switch = stack.enter_context(hairpind(topo.switch, work, topo.ports, [declared]))
+        host = {} if args.cpu_weight is None else {"cpu_weight": args.cpu_weight}
+        switch = stack.enter_context(hairpind(topo.switch, work, topo.ports, [declared], host=host))
         switch.wait_running("lsw")
         h0, h1 = topo.hosts
         assert h0.ns.ping(h1.address, count=2), switch.flows()
