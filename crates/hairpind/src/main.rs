@@ -22,7 +22,7 @@ use clap::Parser;
 use config::{FailMode, Settings};
 use dataplane::datapath::DatapathConfig;
 use ports::{PcapWriter, TimestampPrecision};
-use switch_core::{Switch, SwitchSettings};
+use switch_core::Switch;
 
 /// Large flow tables on 2 MiB pages (see `dataplane::hugepages`).
 #[global_allocator]
@@ -84,27 +84,19 @@ fn run(
     tls: Option<Arc<agent::tls::TlsContext>>,
 ) -> std::io::Result<()> {
     log::set_level(settings.log_level);
-    let dp_config = DatapathConfig::default();
-    let (writer, readers) = dataplane::datapath::new(dp_config.clone());
     let doorbell = datapath::doorbell::Doorbell::new()?;
     let (packet_out_sender, packet_outs) = datapath::packet_out::queue(doorbell.clone());
     let timers = datapath::timers::Timers::new(doorbell.clone());
-    let shared = std::sync::Arc::clone(writer.shared());
-    let dp_shared = Arc::clone(&shared);
-    let sink: Box<dyn dataplane::model::OpSink> = match &offload {
-        Some(hw) => hw.sink(Box::new(writer)),
-        None => Box::new(writer),
-    };
-    let mut switch = Switch::new(
-        SwitchSettings {
-            datapath_id: settings.datapath_id,
-            n_tables: dp_config.n_tables,
-            n_buffers: dp_config.buffer_slots as u32,
+    let (mut switch, readers) = Switch::with_datapath(
+        settings.datapath_id,
+        DatapathConfig::default(),
+        |writer| match &offload {
+            Some(hw) => hw.sink(Box::new(writer)),
+            None => Box::new(writer),
         },
-        sink,
-        shared,
         Box::new(packet_out_sender),
     );
+    let dp_shared = Arc::clone(readers.shared());
     switch.set_timer_queue(Box::new(timers.clone()));
     let agent = Agent::new(
         switch,

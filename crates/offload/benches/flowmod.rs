@@ -14,43 +14,28 @@ use offload::placement::{Mode, Planner, Policy};
 use offload::profile::Profile;
 use offload::sink::{Offload, OffloadSink};
 use ofp::Message;
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+use switch_core::{DiscardPacketOuts, Switch};
 use testkit::flow_mods::host_route;
 use testkit::process_cpu_seconds;
 
-struct Discard;
-
-impl PacketOutQueue for Discard {
-    fn submit(&mut self, _job: PacketOutJob) {}
-}
-
 /// One ingest; returns (wall seconds, CPU seconds) and the rules placed in hardware.
 fn ingest(wire: &[Vec<u8>], offload: Option<Mode>) -> (f64, f64, usize) {
-    let (writer, readers) = dataplane::datapath::new(DatapathConfig::default());
-    let _reader = readers.reader();
-    let shared = Arc::clone(writer.shared());
-    let mut hw = None;
-    let sink: Box<dyn dataplane::model::OpSink> = match offload {
-        Some(mode) => {
-            let profile = Profile::builtin("hp-3500yl-of10")
-                .expect("shipped")
-                .expect("parses");
-            let o = Offload::new(Planner::new(Arc::new(profile), mode, Policy::Fcfs));
-            hw = Some(Arc::clone(&o));
-            Box::new(OffloadSink::new(Box::new(writer), o))
-        }
-        None => Box::new(writer),
-    };
-    let mut switch = Switch::new(
-        SwitchSettings {
-            datapath_id: 1,
-            n_tables: 254,
-            n_buffers: 256,
+    let hw = offload.map(|mode| {
+        let profile = Profile::builtin("hp-3500yl-of10")
+            .expect("shipped")
+            .expect("parses");
+        Offload::new(Planner::new(Arc::new(profile), mode, Policy::Fcfs))
+    });
+    let (mut switch, readers) = Switch::with_datapath(
+        1,
+        DatapathConfig::default(),
+        |writer| match &hw {
+            Some(o) => Box::new(OffloadSink::new(Box::new(writer), Arc::clone(o))),
+            None => Box::new(writer),
         },
-        sink,
-        shared,
-        Box::new(Discard),
+        Box::new(DiscardPacketOuts),
     );
+    let _reader = readers.reader();
     let start = Instant::now();
     let cpu_start = process_cpu_seconds();
     for (i, bytes) in wire.iter().enumerate() {

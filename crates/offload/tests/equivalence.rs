@@ -23,7 +23,7 @@ use ofp::{
     OFPP_CONTROLLER, OFP_NO_BUFFER,
 };
 use proptest::prelude::*;
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+use switch_core::{DiscardPacketOuts, Switch};
 
 /// Tables small enough that placement is always short of room: an ACL and a MAC table for
 /// table 0 (in that order, as on the T1040), a TCAM for table 1.
@@ -96,12 +96,6 @@ const DESTS: [u32; 5] = [
     0x0c00_0001,
 ];
 
-struct Discard;
-
-impl PacketOutQueue for Discard {
-    fn submit(&mut self, _job: PacketOutJob) {}
-}
-
 #[derive(Debug, PartialEq, Eq)]
 enum Event {
     Out(u32, Vec<u8>),
@@ -146,22 +140,16 @@ fn side(offload: Option<&Arc<Offload>>) -> Side {
         n_tables: 4,
         ..DatapathConfig::default()
     };
-    let (writer, readers) = dataplane::datapath::new(config);
-    let shared = Arc::clone(writer.shared());
-    let sink: Box<dyn dataplane::model::OpSink> = match offload {
-        Some(o) => Box::new(OffloadSink::new(Box::new(writer), Arc::clone(o))),
-        None => Box::new(writer),
-    };
-    let mut switch = Switch::new(
-        SwitchSettings {
-            datapath_id: 1,
-            n_tables: 4,
-            n_buffers: 256,
+    let (mut switch, readers) = Switch::with_datapath(
+        1,
+        config,
+        |writer| match offload {
+            Some(o) => Box::new(OffloadSink::new(Box::new(writer), Arc::clone(o))),
+            None => Box::new(writer),
         },
-        sink,
-        Arc::clone(&shared),
-        Box::new(Discard),
+        Box::new(DiscardPacketOuts),
     );
+    let shared = Arc::clone(readers.shared());
     for p in PORTS {
         switch.add_port(port_desc(p), 0);
     }

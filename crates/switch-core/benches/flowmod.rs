@@ -8,15 +8,9 @@ use std::time::Instant;
 
 use dataplane::datapath::DatapathConfig;
 use ofp::Message;
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+use switch_core::{DiscardPacketOuts, Switch};
 use testkit::flow_mods::host_route;
 use testkit::process_cpu_seconds;
-
-struct Discard;
-
-impl PacketOutQueue for Discard {
-    fn submit(&mut self, _job: PacketOutJob) {}
-}
 
 fn main() {
     let n: u32 = if std::env::var_os("HAIRPIN_BENCH_QUICK").is_some() {
@@ -25,20 +19,14 @@ fn main() {
         100_000
     };
     let wire: Vec<Vec<u8>> = (0..n).map(host_route).collect();
-    let (writer, readers) = dataplane::datapath::new(DatapathConfig::default());
+    let (mut switch, readers) = Switch::with_datapath(
+        1,
+        DatapathConfig::default(),
+        |w| Box::new(w),
+        Box::new(DiscardPacketOuts),
+    );
     // A reader exists, as in the daemon, so publishing pays for the handover.
     let _reader = readers.reader();
-    let shared = std::sync::Arc::clone(writer.shared());
-    let mut switch = Switch::new(
-        SwitchSettings {
-            datapath_id: 1,
-            n_tables: 254,
-            n_buffers: 256,
-        },
-        Box::new(writer),
-        shared,
-        Box::new(Discard),
-    );
     let start = Instant::now();
     let cpu_start = process_cpu_seconds();
     let mut last = start;

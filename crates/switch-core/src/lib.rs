@@ -20,6 +20,7 @@ pub mod validate;
 use std::sync::Arc;
 
 use dataplane::counters::{FlowCounters, GroupCounters};
+use dataplane::datapath::{DatapathConfig, DatapathReaderFactory, DatapathWriter};
 use dataplane::key::FlowMatch;
 use dataplane::model::{self as dp, FlowId, Op, OpSink};
 use dataplane::shared::Shared;
@@ -57,6 +58,14 @@ pub struct PacketOutJob {
 /// Where packet-outs go: the daemon hands them to a datapath thread, tests collect them.
 pub trait PacketOutQueue: Send {
     fn submit(&mut self, job: PacketOutJob);
+}
+
+/// Drops every packet-out: for a switch whose packets nobody sends (the control path's tests
+/// and benchmarks).
+pub struct DiscardPacketOuts;
+
+impl PacketOutQueue for DiscardPacketOuts {
+    fn submit(&mut self, _job: PacketOutJob) {}
 }
 
 /// Whole-switch OpenFlow state.
@@ -126,16 +135,27 @@ fn flow_removed(
 }
 
 impl Switch {
-    pub fn new(
-        settings: SwitchSettings,
-        sink: Box<dyn OpSink>,
-        shared: Arc<Shared>,
+    /// A switch over a new datapath made from `config`; its tables and packet buffers are the
+    /// datapath's. `sink` receives the datapath's writer and returns what the switch writes
+    /// its changes to: the writer itself, or a planner in front of it.
+    pub fn with_datapath(
+        datapath_id: u64,
+        config: DatapathConfig,
+        sink: impl FnOnce(DatapathWriter) -> Box<dyn OpSink>,
         packet_outs: Box<dyn PacketOutQueue>,
-    ) -> Self {
+    ) -> (Switch, DatapathReaderFactory) {
+        let settings = SwitchSettings {
+            datapath_id,
+            n_tables: config.n_tables,
+            n_buffers: u32::from(config.buffer_slots),
+        };
+        let (writer, readers) = dataplane::datapath::new(config);
+        let shared = Arc::clone(writer.shared());
+        let sink = sink(writer);
         let tables = (0..settings.n_tables)
             .map(|id| FlowTable::new(id, MAX_FLOWS_PER_TABLE))
             .collect();
-        Self {
+        let switch = Switch {
             settings,
             config: SwitchConfig {
                 flags: 0,
@@ -153,7 +173,8 @@ impl Switch {
             timer_queue: None,
             next_flow_id: 1,
             dirty: false,
-        }
+        };
+        (switch, readers)
     }
 
     pub fn settings(&self) -> &SwitchSettings {

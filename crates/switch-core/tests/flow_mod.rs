@@ -10,7 +10,7 @@ use ofp::{
     MeterBand, MeterFlags, MeterMod, MeterModCommand, MeterModFailedCode, MultipartReplyBody,
     MultipartRequestBody, OfpError, OxmField, OxmValue, OFPG_ANY, OFPP_ANY, OFP_NO_BUFFER,
 };
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
+use switch_core::{PacketOutJob, PacketOutQueue, Switch};
 
 #[derive(Clone, Default)]
 struct Collected(Arc<Mutex<Vec<PacketOutJob>>>);
@@ -31,19 +31,7 @@ fn switch_with_datapath(jobs: Collected) -> (Switch, dataplane::datapath::Datapa
         n_tables: 8,
         ..DatapathConfig::default()
     };
-    let (writer, readers) = dataplane::datapath::new(config);
-    let shared = std::sync::Arc::clone(writer.shared());
-    let sw = Switch::new(
-        SwitchSettings {
-            datapath_id: 1,
-            n_tables: 8,
-            n_buffers: 256,
-        },
-        Box::new(writer),
-        shared,
-        Box::new(jobs),
-    );
-    (sw, readers)
+    Switch::with_datapath(1, config, |w| Box::new(w), Box::new(jobs))
 }
 
 fn in_port(p: u32) -> Match {

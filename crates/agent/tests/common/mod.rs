@@ -1,28 +1,13 @@
 //! A switch for the agent's tests: four tables, sixteen buffers, packet-outs discarded.
 
 use dataplane::datapath::DatapathConfig;
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
-
-struct Discard;
-
-impl PacketOutQueue for Discard {
-    fn submit(&mut self, _job: PacketOutJob) {}
-}
+use switch_core::{DiscardPacketOuts, Switch};
 
 pub fn switch() -> Switch {
-    let (writer, _readers) = dataplane::datapath::new(DatapathConfig {
+    let config = DatapathConfig {
         n_tables: 4,
+        buffer_slots: 16,
         ..DatapathConfig::default()
-    });
-    let shared = std::sync::Arc::clone(writer.shared());
-    Switch::new(
-        SwitchSettings {
-            datapath_id: 9,
-            n_tables: 4,
-            n_buffers: 16,
-        },
-        Box::new(writer),
-        shared,
-        Box::new(Discard),
-    )
+    };
+    Switch::with_datapath(9, config, |w| Box::new(w), Box::new(DiscardPacketOuts)).0
 }

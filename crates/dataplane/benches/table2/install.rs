@@ -4,28 +4,19 @@
 
 use super::cases::Workload;
 use super::reference::EXTERNAL;
-use dataplane::datapath::{self, DatapathConfig, DatapathReaderFactory};
+use dataplane::datapath::{DatapathConfig, DatapathReaderFactory};
 use ofp::{Message, Port, PortState};
-use std::sync::Arc;
-use switch_core::{PacketOutJob, PacketOutQueue, Switch, SwitchSettings};
-
-/// Packet-outs have no place in these benchmarks.
-struct NoPacketOuts;
-
-impl PacketOutQueue for NoPacketOuts {
-    fn submit(&mut self, _job: PacketOutJob) {}
-}
+use switch_core::{DiscardPacketOuts, Switch};
 
 /// The switch core with the workload installed and published, and its datapath's readers.
 pub fn install(w: &Workload) -> Result<(Switch, DatapathReaderFactory), String> {
-    let (writer, readers) = datapath::new(DatapathConfig::default());
-    let shared = Arc::clone(writer.shared());
-    let settings = SwitchSettings {
-        datapath_id: 1,
-        n_tables: 254,
-        n_buffers: 256,
-    };
-    let mut switch = Switch::new(settings, Box::new(writer), shared, Box::new(NoPacketOuts));
+    // Packet-outs have no place in these benchmarks.
+    let (mut switch, readers) = Switch::with_datapath(
+        1,
+        DatapathConfig::default(),
+        |w| Box::new(w),
+        Box::new(DiscardPacketOuts),
+    );
     for port_no in 1..=EXTERNAL {
         let desc = Port {
             port_no,
