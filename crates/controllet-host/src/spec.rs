@@ -549,8 +549,10 @@ pub struct HostSpec {
     pub bwrap: PathBuf,
     pub cgroup_root: PathBuf,
     /// The CPU weight of all controllets together against hairpind's own threads (which
-    /// weigh 100): low by default, so that under contention the switch comes first; 100
-    /// makes a latency-critical controllet compete evenly.
+    /// weigh 100): 2 by default, so that on a contended core the controllets together get
+    /// about a fiftieth of it and the switch comes first (a spinning controllet then costs
+    /// the forwarding about 1%, docs/bench/infep.md); 100 makes a latency-critical
+    /// controllet compete evenly.
     pub cpu_weight: u64,
 }
 
@@ -561,7 +563,7 @@ impl Default for HostSpec {
             state_dir: None,
             bwrap: PathBuf::from("/usr/bin/bwrap"),
             cgroup_root: PathBuf::from("/sys/fs/cgroup"),
-            cpu_weight: 12,
+            cpu_weight: 2,
         }
     }
 }

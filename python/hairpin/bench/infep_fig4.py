@@ -20,8 +20,8 @@ processing latency ``T_proc = (RTT - T_refl) / 2``. Variants:
   loopback: the remote controller's best case).
 
 Controllets run with ``cpu_weight = 100`` (as much CPU weight as hairpind's own threads) unless
-``--cpu-weight`` says otherwise: hairpind's default (12) makes them yield to the switch, a
-policy whose cost on a busy host is reported beside.
+``--cpu-weight`` says otherwise: hairpind's default (2) makes them yield to the switch on a
+busy host, which is not what this benchmark measures.
 
 ``python -m hairpin.bench.infep_fig4 [--seconds 50] [--rate 100] [--json FILE] [--plot FILE]``
 """
@@ -215,7 +215,7 @@ def main() -> None:
         "--cpu-weight",
         type=int,
         default=100,
-        help="controllets' CPU weight against hairpind's threads (hairpind's default is 12)",
+        help="controllets' CPU weight against hairpind's threads (hairpind's default is 2)",
     )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--plot", type=Path)
