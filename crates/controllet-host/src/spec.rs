@@ -550,9 +550,9 @@ pub struct HostSpec {
     pub cgroup_root: PathBuf,
     /// The CPU weight of all controllets together against hairpind's own threads (which
     /// weigh 100): 2 by default, so that on a contended core the controllets together get
-    /// about a fiftieth of it and the switch comes first (a spinning controllet then costs
-    /// the forwarding about 1%, docs/bench/infep.md); 100 makes a latency-critical
-    /// controllet compete evenly.
+    /// about a fiftieth of it and the switch comes first (beside a spinning controllet the
+    /// forwarding kept 97% of its rate at the median, docs/bench/infep.md); 100 makes a
+    /// latency-critical controllet compete evenly.
     pub cpu_weight: u64,
 }
 
